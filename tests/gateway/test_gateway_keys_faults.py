@@ -108,20 +108,14 @@ async def test_a_place_or_charge_redis_missed_is_settled_at_the_keys_next_reques
     """Redis cut as a request's place was given (``after``: given, its reply lost) and as it
     was given back and charged. Before: the place stayed taken for the lease's hour (a key of
     one place refused all that time) and the charge was lost."""
-    from metis.core.ids import new_ulid
     from metis.gateway.app import redis_client
     from metis.gateway.errors import SharedStoreError
-    from metis.gateway.keys import Keys, KeySpec, price
-    from metis.gateway.keys_redis import RedisLedger
+    from metis.gateway.keys import price
     from metis.model.response import TokenUsage
 
     async with redis_client(redis_url) as client:
-        flaky = Flaky(client)
+        flaky, keys, state = team_keys(client, max_concurrent=1)
         flaky.done = done
-        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
-        keys = Keys([KeySpec(name="team", sha256=digest("k1"), max_concurrent=1)], {}, ledger)
-        state = keys.find("k1")
-        assert state is not None
         flaky.failing = True
         with pytest.raises(SharedStoreError):
             await keys.admit(state, "m")
@@ -143,22 +137,30 @@ async def test_a_place_or_charge_redis_missed_is_settled_at_the_keys_next_reques
 async def test_a_request_cancelled_as_redis_gives_its_place_does_not_keep_it(
     redis_url: str,
 ) -> None:
-    from metis.core.ids import new_ulid
     from metis.gateway.app import redis_client
-    from metis.gateway.keys import Keys, KeySpec
-    from metis.gateway.keys_redis import RedisLedger
 
     async with redis_client(redis_url) as client:
-        flaky = Flaky(client)
-        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
-        keys = Keys([KeySpec(name="team", sha256=digest("k1"), max_concurrent=1)], {}, ledger)
-        state = keys.find("k1")
-        assert state is not None
+        flaky, keys, state = team_keys(client, max_concurrent=1)
         with anyio.CancelScope() as flaky.cancelling:
             await keys.admit(state, "m")
         assert flaky.cancelling.cancelled_caught
         flaky.cancelling = None
         await keys.admit(state, "m")  # before: refused for the lease's hour
+
+
+def team_keys(client: Any, **limits: Any) -> tuple[Flaky, Any, Any]:
+    """The key "team" (secret "k1", ``limits`` of its KeySpec) over ``client`` behind a
+    :class:`Flaky`, in a prefix of its own: the flaky client, the keys, the key's state."""
+    from metis.core.ids import new_ulid
+    from metis.gateway.keys import Keys, KeySpec
+    from metis.gateway.keys_redis import RedisLedger
+
+    flaky = Flaky(client)
+    ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
+    keys = Keys([KeySpec(name="team", sha256=digest("k1"), **limits)], {}, ledger)
+    state = keys.find("k1")
+    assert state is not None
+    return flaky, keys, state
 
 
 class SteppedClock:
@@ -259,18 +261,12 @@ async def test_places_redis_may_have_missed_are_kept_within_bounds(
     number are given back, in one script, at the key's next request; enough for the one
     place still taken, whether Redis ran only the first request's script (then went) or
     every one (losing each reply)."""
-    from metis.core.ids import new_ulid
     from metis.gateway.app import redis_client
     from metis.gateway.errors import SharedStoreError
-    from metis.gateway.keys import Keys, KeySpec
-    from metis.gateway.keys_redis import MAX_OWED_LEASES, RedisLedger
+    from metis.gateway.keys_redis import MAX_OWED_LEASES
 
     async with redis_client(redis_url) as client:
-        flaky = Flaky(client)
-        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
-        keys = Keys([KeySpec(name="team", sha256=digest("k1"), max_concurrent=1)], {}, ledger)
-        state = keys.find("k1")
-        assert state is not None
+        flaky, keys, state = team_keys(client, max_concurrent=1)
         flaky.failing = flaky.done = True
         for _ in range(2 * MAX_OWED_LEASES):
             with pytest.raises(SharedStoreError):
@@ -338,20 +334,14 @@ async def test_a_charge_settled_by_a_script_whose_reply_was_lost_is_made_once(
     request's script makes it, but its reply is lost (the connection cut after the server ran
     it), so it is owed again; the request after that must not make it a second time. Before:
     the key was charged twice, and a budget refused it early."""
-    from metis.core.ids import new_ulid
     from metis.gateway.app import redis_client
     from metis.gateway.errors import SharedStoreError
-    from metis.gateway.keys import Keys, KeySpec, price
-    from metis.gateway.keys_redis import RedisLedger
+    from metis.gateway.keys import price
     from metis.model.response import TokenUsage
 
     usage = TokenUsage(input_tokens=1000, output_tokens=100)
     async with redis_client(redis_url) as client:
-        flaky = Flaky(client)
-        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
-        keys = Keys([KeySpec(name="team", sha256=digest("k1"))], {}, ledger)
-        state = keys.find("k1")
-        assert state is not None
+        flaky, keys, state = team_keys(client)
         await keys.admit(state, "m")
         flaky.failing = True
         await keys.release(state, "openai:gpt-4o", usage)  # not made: owed (logged)
@@ -398,19 +388,13 @@ async def test_a_redis_that_does_not_answer_as_a_key_settles_does_not_hold_the_a
     that went quiet): the request's end waits a bounded time, not the store's (before: the
     answer's last bytes waited for Redis, up to its retries' 15 s, or for good); the place
     and the charge are settled, once, at the key's next request."""
-    from metis.core.ids import new_ulid
     from metis.gateway.app import redis_client
-    from metis.gateway.keys import Keys, KeySpec, price
-    from metis.gateway.keys_redis import RedisLedger
+    from metis.gateway.keys import price
     from metis.model.response import TokenUsage
 
     usage = TokenUsage(input_tokens=1000, output_tokens=100)
     async with redis_client(redis_url) as client:
-        flaky = Flaky(client)
-        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
-        keys = Keys([KeySpec(name="team", sha256=digest("k1"), max_concurrent=1)], {}, ledger)
-        state = keys.find("k1")
-        assert state is not None
+        flaky, keys, state = team_keys(client, max_concurrent=1)
         await keys.admit(state, "m")
         flaky.stalling = True
         await keys.release(state, "openai:gpt-4o", usage)
@@ -455,19 +439,12 @@ async def test_a_redis_that_does_not_answer_as_a_key_is_admitted_refuses_it_in_b
     ADMIT_SECONDS (before: it waited for the reply, the client's three tries of 5 s, or the
     20 s here, and was admitted); the place the script took is given back at the next
     request."""
-    from metis.core.ids import new_ulid
     from metis.gateway import keys as keys_module
     from metis.gateway.app import redis_client
     from metis.gateway.errors import SharedStoreError
-    from metis.gateway.keys import Keys, KeySpec
-    from metis.gateway.keys_redis import RedisLedger
 
     async with redis_client(redis_url) as client:
-        flaky = Flaky(client)
-        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
-        keys = Keys([KeySpec(name="team", sha256=digest("k1"), max_concurrent=1)], {}, ledger)
-        state = keys.find("k1")
-        assert state is not None
+        flaky, keys, state = team_keys(client, max_concurrent=1)
         flaky.stalling = True
         monkeypatch.setattr(keys_module, "ADMIT_SECONDS", 0.5)  # the 5 s, shorter for the test
         refused = pytest.raises(SharedStoreError, match="could not check the limits of key 'team'")
@@ -585,22 +562,17 @@ async def test_a_charge_owed_past_an_hour_of_outage_is_dropped_and_logged_not_ma
     the USD for the operator: made once, or not at all and said."""
     import time
 
-    from metis.core.ids import new_ulid
     from metis.gateway import keys_redis
     from metis.gateway.app import redis_client
-    from metis.gateway.keys import Keys, KeySpec, price
-    from metis.gateway.keys_redis import CHARGE_SECONDS, OWED_CHARGE_SECONDS, RedisLedger
+    from metis.gateway.keys import price
+    from metis.gateway.keys_redis import CHARGE_SECONDS, OWED_CHARGE_SECONDS
     from metis.model.response import TokenUsage
 
     assert OWED_CHARGE_SECONDS < CHARGE_SECONDS
     usage = TokenUsage(input_tokens=1000, output_tokens=100)
     charge = price("openai:gpt-4o", usage)
     async with redis_client(redis_url) as client:
-        flaky = Flaky(client)
-        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
-        keys = Keys([KeySpec(name="team", sha256=digest("k1"))], {}, ledger)
-        state = keys.find("k1")
-        assert state is not None
+        flaky, keys, state = team_keys(client)
         await keys.admit(state, "m")
         flaky.failing, flaky.done = True, done
         await keys.release(state, "openai:gpt-4o", usage)  # owed (logged)
