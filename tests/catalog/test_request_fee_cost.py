@@ -7,7 +7,6 @@ says so (docs/catalog.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 
 import pytest
@@ -16,6 +15,7 @@ from metis.catalog.build import build_snapshot
 from metis.catalog.catalog import Catalog
 from metis.cost import PriceTable, cost_of
 from metis.model.response import ServerToolRequests, TokenUsage
+from tests.catalog.genai_prices_standins import Model, Price, Provider
 
 TOKENS = TokenUsage(input_tokens=1_000, output_tokens=100)
 
@@ -53,32 +53,10 @@ def test_a_model_that_bills_no_fee_says_nothing() -> None:
     assert table.cost("a:m", TOKENS).server_tools_usd == Decimal("0.005")
 
 
-@dataclass
-class _Price:
-    input_mtok: Decimal
-    output_mtok: Decimal
-    requests_kcount: Decimal | None = None
-
-
-@dataclass
-class _Model:
-    id: str
-    prices: _Price
-
-
-@dataclass
-class _Provider:
-    id: str
-    models: list[_Model]
-
-    def find_model(self, ref: str) -> _Model | None:
-        return next((m for m in self.models if m.id == ref), None)
-
-
 def test_the_snapshot_takes_genai_prices_fee_per_thousand_requests() -> None:
-    models = [_Model("s-1", _Price(Decimal(1), Decimal(1), Decimal(12)))]
+    models = [Model("s-1", Price(Decimal(1), Decimal(1), requests_kcount=Decimal(12)))]
     models_dev = {"acme": {"name": "Acme", "models": {"s-1": {}}}}
-    snapshot = build_snapshot(models_dev, [_Provider("acme", models)], version="v")
+    snapshot = build_snapshot(models_dev, [Provider("acme", models)], version="v")
     assert snapshot["models"][0]["prices"]["requests_per_1k"] == "12"
     info = Catalog(snapshot).get("acme", "s-1")
     assert info is not None and info.prices is not None

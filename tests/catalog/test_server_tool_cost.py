@@ -5,7 +5,6 @@ thousand, apart from the tokens: the catalog carries genai-prices' rates
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -13,6 +12,7 @@ from metis.catalog.build import build_snapshot
 from metis.catalog.catalog import Catalog, default_catalog
 from metis.cost import PriceTable, cost_of, priced_cost
 from metis.model.response import ModelUsage, ServerToolRequests, TokenUsage
+from tests.catalog.genai_prices_standins import Model, Price, Provider
 
 TOKENS = {"input_tokens": 1_000, "output_tokens": 100}
 
@@ -77,34 +77,11 @@ def test_an_other_models_searches_are_priced_at_its_own_rate() -> None:
     assert cost.server_tools_usd == Decimal("0.01")  # n's search has no rate: free
 
 
-@dataclass
-class _Price:
-    input_mtok: Decimal
-    output_mtok: Decimal
-    web_searches_kcount: Decimal | None = None
-    storage_searches_kcount: Decimal | None = None
-
-
-@dataclass
-class _Model:
-    id: str
-    prices: _Price
-
-
-@dataclass
-class _Provider:
-    id: str
-    models: list[_Model]
-
-    def find_model(self, ref: str) -> _Model | None:
-        return next((m for m in self.models if m.id == ref), None)
-
-
 def test_the_snapshot_takes_genai_prices_rates_per_thousand_requests() -> None:
-    searching = _Price(Decimal(1), Decimal(2), Decimal(10), Decimal("2.5"))
-    models = [_Model("a-1", searching), _Model("a-2", _Price(Decimal(1), Decimal(2)))]
+    searching = Price(Decimal(1), Decimal(2), Decimal(10), storage_searches_kcount=Decimal("2.5"))
+    models = [Model("a-1", searching), Model("a-2", Price(Decimal(1), Decimal(2)))]
     models_dev = {"acme": {"name": "Acme", "models": {"a-1": {}, "a-2": {}}}}
-    snapshot = build_snapshot(models_dev, [_Provider("acme", models)], version="v")
+    snapshot = build_snapshot(models_dev, [Provider("acme", models)], version="v")
     prices = {m["id"]: m["prices"] for m in snapshot["models"]}
     assert prices["a-1"]["web_search_per_1k"] == "10"
     assert prices["a-1"]["file_search_per_1k"] == "2.5"
