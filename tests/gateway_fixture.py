@@ -79,10 +79,17 @@ def gateway_config(
 
 
 @contextmanager
-def serving(app: Starlette) -> Iterator[tuple[str, uvicorn.Server]]:
-    """``app`` under uvicorn on a free loopback port, in a thread; its base URL."""
+def serving(app: Starlette, **options: Any) -> Iterator[tuple[str, uvicorn.Server]]:
+    """``app`` under uvicorn on a free loopback port, in a thread; its base URL. ``options``:
+    more of uvicorn's settings (``timeout_keep_alive``)."""
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", http=http_protocol()
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        lifespan="on",
+        http=http_protocol(),
+        **options,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -1,4 +1,5 @@
-"""The request head's bound on ``metis serve``'s HTTP server (docs/gateway.md).
+"""The request head's bounds on ``metis serve``'s HTTP server (docs/gateway.md): its size and
+the time it may take to arrive.
 
 uvicorn's httptools parser, which it runs when httptools is installed (``metis[serve]``
 installs it), reads a request line and headers of any length: it held every byte of a header
@@ -6,20 +7,36 @@ that never ended (300 MiB sent, 300 MiB held) before any key was checked. Its h1
 refuses a head past 16 KiB by itself. :class:`BoundedHeadProtocol` is httptools' protocol
 with a bound: a head longer than :data:`MAX_HEAD_BYTES` is answered 431 in the shape of the
 API its path names, and the connection is closed, nothing more read.
+
+uvicorn bounds the wait for a request only on a connection that answered one (its keep-alive
+timeout, cancelled by the first byte that comes), so a connection that sent nothing, or a head
+sent a byte at a time, was held for good. Here a connection that sends nothing is closed as an
+idle kept-alive one is, and a head not whole within :data:`HEAD_SECONDS` is answered 408 and
+closed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from metis.core.ids import new_request_id
-from metis.gateway.errors import HeadTooLargeError, anthropic_error, openai_error
+from metis.errors import InvalidRequestError
+from metis.gateway.errors import (
+    HeadTooLargeError,
+    RequestTimeoutError,
+    anthropic_error,
+    openai_error,
+)
 
 MAX_HEAD_BYTES = 64 * 1024
 """The longest request line and headers, together, read before the body."""
+HEAD_SECONDS = 30.0
+"""The longest a request line and headers may take to arrive, counted from the connection's
+opening or its last answer."""
 
 
 class BoundedHeadProtocol(HttpToolsProtocol):
@@ -39,6 +56,43 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         self.heads = 0
         """Request heads begun on this connection."""
         self.refused = False
+        self.head_timer: asyncio.TimerHandle | None = None
+        """The head awaited: its time running out ends the connection."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.timeout_keep_alive_task = self.loop.call_later(
+            self.timeout_keep_alive, self.timeout_keep_alive_handler
+        )
+        self._await_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._head_arrived()
+        super().connection_lost(exc)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.timeout_keep_alive_task is not None:  # idle: no request of it is in hand
+            self._await_head()
+
+    def _await_head(self) -> None:
+        self._head_arrived()
+        self.head_timer = self.loop.call_later(HEAD_SECONDS, self._head_late)
+
+    def _head_arrived(self) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+
+    def _head_late(self) -> None:
+        """The head's time ran out: a head begun is answered 408; nothing more is read."""
+        self.head_timer = None
+        if self.transport.is_closing():
+            return
+        if self.head_bytes >= 0:
+            self.transport.write(head_too_slow(self.url))
+        self.refused = True
+        self.transport.close()
 
     def on_message_begin(self) -> None:
         if not self.refused:
@@ -57,6 +111,7 @@ class BoundedHeadProtocol(HttpToolsProtocol):
             self.head_bytes += len(name) + len(value) + 4
 
     def on_headers_complete(self) -> None:
+        self._head_arrived()
         if self.refused or self._past_bound():
             self.refused = True
             return
@@ -92,13 +147,27 @@ def head_too_large(path: bytes) -> bytes:
     error = HeadTooLargeError(
         f"the request line and headers are longer than {MAX_HEAD_BYTES >> 10} KiB"
     )
+    return _refusal(b"431 Request Header Fields Too Large", error, path)
+
+
+def head_too_slow(path: bytes) -> bytes:
+    """The whole 408 answer to a head not whole within :data:`HEAD_SECONDS`."""
+    error = RequestTimeoutError(
+        f"the request line and headers did not arrive within {HEAD_SECONDS:g} s"
+    )
+    return _refusal(b"408 Request Timeout", error, path)
+
+
+def _refusal(status: bytes, error: InvalidRequestError, path: bytes) -> bytes:
+    """An answer of ``status`` written whole, the connection closed after it, ``error`` in the
+    shape of the API ``path`` names."""
     request_id = new_request_id()
     if path.startswith(b"/v1/messages"):
         reply = anthropic_error(error, request_id)
     else:
         reply = openai_error(error, request_id)
     body = json.dumps(reply.body).encode()
-    head = [b"HTTP/1.1 431 Request Header Fields Too Large"]
+    head = [b"HTTP/1.1 " + status]
     headers = {**reply.headers, "content-type": "application/json"}
     headers.update({"content-length": str(len(body)), "connection": "close"})
     head += [f"{name}: {value}".encode() for name, value in headers.items()]

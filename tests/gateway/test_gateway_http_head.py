@@ -180,3 +180,55 @@ def test_a_head_within_the_bound_is_served_however_the_reads_cut_it(cut: int | N
     transport, started = fed(reads)
     assert b" 431 " not in transport.written
     assert [scope["path"] for scope in started] == ["/v1/messages"]
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    answer = b""
+    while piece := sock.recv(1 << 16):
+        answer += piece
+    return answer
+
+
+def one_answer(sock: socket.socket) -> bytes:
+    """One answer read whole (its head and the body its Content-Length says)."""
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += sock.recv(1 << 16)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+    while len(body) < length:
+        body += sock.recv(1 << 16)
+    return head + b"\r\n\r\n" + body
+
+
+def test_a_connection_that_sends_nothing_or_a_head_too_slowly_is_ended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: uvicorn waited for a first request without end (its keep-alive timeout starts
+    only once a request was answered, and the first byte that comes cancels it), so a client
+    that connected and sent nothing, or a head a byte now and then, held its connection for
+    good. Now one that sends nothing is closed as an idle kept-alive one is, and a head not
+    whole in time is a 408 in the shape of its path, on a fresh connection or a kept-alive one.
+    The socket's timeout bounds a hang; nothing is timed."""
+    monkeypatch.setattr("metis.gateway.http_head.HEAD_SECONDS", 0.5)
+    app = create_app(gateway_config(Emulator()))
+    partial = b"POST /v1/messages HTTP/1.1\r\nhost: gw\r\nx-api-"
+    with serving(app, timeout_keep_alive=0.2) as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        address = (host, int(port))
+        with socket.create_connection(address, timeout=60) as sock:
+            assert read_until_closed(sock) == b""  # nothing sent: closed, nothing said
+        for before in (b"", request(close=False)):  # fresh, and after an answer kept alive
+            with socket.create_connection(address, timeout=60) as sock:
+                answer = b""
+                if before:
+                    sock.sendall(before)
+                    answer = one_answer(sock)
+                sock.sendall(partial)
+                answer += read_until_closed(sock)
+            late = answer[answer.rfind(b"HTTP/1.1 ") :]
+            head, _, body = late.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), answer[-500:]
+            assert b"connection: close" in head
+            assert json.loads(body)["error"]["type"] == "timeout_error", body
+            assert answer.count(b"HTTP/1.1 200 OK") == (1 if before else 0)
