@@ -22,6 +22,8 @@ from metis.gateway.service import LATE, StreamResult, aclose_shielded
 
 log = logging.getLogger("metis.gateway")
 T = TypeVar("T")
+LAST_WORD_SECONDS = 5.0
+"""The longest the error event ending a stream cut short waits for the client to take it."""
 
 
 class DeadlineStream(CoalescingStream):
@@ -69,8 +71,16 @@ class DeadlineStream(CoalescingStream):
         if not self.result.ended():
             self.metrics.error(self.api, error)
         body = self.result.failed(error)
-        with contextlib.suppress(OSError):  # the client may be gone too
-            await send({"type": "http.response.body", "body": body, "more_body": False})
+        await last_word(send, {"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def last_word(send: Any, *messages: dict[str, Any]) -> None:
+    """``messages`` sent to end an answer cut short, each given up when the client is gone
+    too, or when it takes none of them in :data:`LAST_WORD_SECONDS` (a client that stopped
+    reading without closing: the request ends, and the server drops its connection)."""
+    with contextlib.suppress(OSError), anyio.move_on_after(LAST_WORD_SECONDS):
+        for message in messages:
+            await send(message)
 
 
 async def until_disconnect(request: Request, work: Awaitable[T]) -> T | None:

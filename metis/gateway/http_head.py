@@ -117,6 +117,7 @@ class BoundedHeadProtocol(HttpToolsProtocol):
             return
         self.head_bytes = -1
         super().on_headers_complete()
+        self.cycle.transport = _Dropping(self.transport, self.cycle)  # type: ignore[assignment]
 
     def on_body(self, body: bytes) -> None:
         if not self.refused:
@@ -172,3 +173,22 @@ def _refusal(status: bytes, error: InvalidRequestError, path: bytes) -> bytes:
     headers.update({"content-length": str(len(body)), "connection": "close"})
     head += [f"{name}: {value}".encode() for name, value in headers.items()]
     return b"\r\n".join(head) + b"\r\n\r\n" + body
+
+
+class _Dropping:
+    """A request's view of its connection (what uvicorn's request cycle calls of it): closed
+    while the answer is unfinished and the client takes none of what was written (it stopped
+    reading without closing, and the stream ended, metis.gateway.endings.last_word), the
+    connection is dropped, not left open until the client reads what it will never read."""
+
+    __slots__ = ("_cycle", "_transport", "is_closing", "write")
+
+    def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
+        self._transport, self._cycle = transport, cycle
+        self.write, self.is_closing = transport.write, transport.is_closing
+
+    def close(self) -> None:
+        if not self._cycle.response_complete and self._cycle.flow.write_paused:
+            self._transport.abort()
+        else:
+            self._transport.close()

@@ -27,6 +27,7 @@ import anyio.abc
 import sniffio
 
 from metis.errors import AdapterError
+from metis.gateway.endings import last_word
 from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.metrics import Metrics
 from metis.gateway.service import LATE, StreamResult
@@ -122,11 +123,8 @@ class RelayedStream:
             return
         if not self.result.ended():
             self.metrics.error(self.api, error)
-        body = self.result.failed(error)
-        with contextlib.suppress(OSError):  # the client may be gone too
-            if head is not None:
-                await send(head)
-            await send({"type": "http.response.body", "body": body, "more_body": False})
+        body = {"type": "http.response.body", "body": self.result.failed(error), "more_body": False}
+        await last_word(send, *((head, body) if head is not None else (body,)))
 
 
 class _Writes:

@@ -6,7 +6,9 @@ further ahead of it than its bound), and many streams in flight when the server 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -241,3 +243,46 @@ async def test_a_body_that_stops_coming_is_refused_in_the_callers_shape(
         assert json.loads(sent[1]["body"])["error"]["type"] == kind, case
         assert f'error_class="{counted}"' in metrics["metrics"], case
         assert "gateway request failed" not in caplog.text, case  # not the gateway's own fault
+
+
+@pytest.mark.parametrize("path", ["/v1/messages", "/v1/chat/completions"])
+def test_a_client_that_stops_reading_is_dropped_once_its_stream_is_past_its_deadline(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """On a real server, a client that stops reading without closing, its stream passed through
+    (``/v1/messages``) or translated (Chat over the same Anthropic model). Before: past the
+    deadline the gateway ended the upstream call but then waited, without end, to write the
+    stream's error event to a client reading nothing, holding the request's task and its
+    connection as long as the client held its socket. Now the error event is given up after
+    endings.LAST_WORD_SECONDS and the connection dropped. The wait for the server to let go is
+    bounded by the test's hang bound; nothing is timed."""
+    monkeypatch.setattr("metis.gateway.endings.LAST_WORD_SECONDS", 0.2)
+    upstream = Upstream(endless=True)
+    original = emulator.client
+    emulator.client = lambda: httpx.AsyncClient(transport=httpx.MockTransport(upstream))  # type: ignore[method-assign]
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.5}))
+    emulator.client = original  # type: ignore[method-assign]
+    body = json.dumps({**BODY, "stream": True}).encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nhost: gw\r\nx-api-key: {GATEWAY_KEY}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+    ).encode()
+    with serving(app) as (url, server):
+        host, port = url.removeprefix("http://").split(":")
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.settimeout(60)  # a bound on a hang
+            sock.connect((host, int(port)))
+            sock.sendall(head + body)
+            assert sock.recv(100).startswith(b"HTTP/1.1 200 OK")  # then nothing more read
+            for _ in range(6000):  # a bound on a hang (60 s), not a timing
+                if not server.server_state.connections and not server.server_state.tasks:
+                    break
+                threading.Event().wait(0.01)
+            assert not server.server_state.connections and not server.server_state.tasks
+            assert upstream.sent > 0
+            answer = b""
+            with contextlib.suppress(OSError):  # reset: the rest was dropped
+                while piece := sock.recv(1 << 16):
+                    answer += piece
+    assert b"message_stop" not in answer and b"[DONE]" not in answer, answer[-300:]
