@@ -19,7 +19,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from metis.cost import priced_cost
-from metis.errors import ConfigError, ErrorClass, RateLimitError
+from metis.errors import ConfigError, ErrorClass, InvalidRequestError, RateLimitError
 from metis.gateway.errors import (
     GatewayPermissionError,
     KeyRateLimitError,
@@ -271,3 +271,22 @@ class Keys:
     async def spent(self, name: str) -> Decimal | None:
         found = next((s for s in self._by_digest.values() if s.spec.name == name), None)
         return None if found is None else await self.ledger.spent(found)
+
+
+def given_keys(headers: Mapping[str, str]) -> tuple[str, str]:
+    """The keys a request gives: its ``x-api-key`` and its ``Authorization: Bearer`` token
+    ("" for either not given). A header given twice with different values is refused (a 400):
+    which key would count would hang on the order of the headers (a proxy's added after the
+    client's), as it did when the first was read and the rest ignored."""
+    scheme, _, token = _one(headers, "authorization").partition(" ")
+    return _one(headers, "x-api-key"), token.strip() if scheme.lower() == "bearer" else ""
+
+
+def _one(headers: Mapping[str, str], name: str) -> str:
+    getlist = getattr(headers, "getlist", None)  # starlette's Headers: every value given
+    given: list[str] = getlist(name) if getlist is not None else [headers.get(name) or ""]
+    if len(set(given)) > 1:
+        raise InvalidRequestError(
+            f"the {name} header is given {len(given)} times with different values: send it once"
+        )
+    return given[0] if given else ""

@@ -13,9 +13,9 @@ from decimal import Decimal
 from typing import Any
 
 from metis.catalog.usage_cost import other_model
-from metis.errors import AdapterError
+from metis.errors import AdapterError, InvalidRequestError
 from metis.gateway.errors import metric_class
-from metis.gateway.keys import Keys, price
+from metis.gateway.keys import Keys, given_keys, price
 from metis.model.response import TokenUsage
 
 MODEL_CALLS = {
@@ -34,8 +34,10 @@ def scrape_refused(key: str | None, headers: Mapping[str, str]) -> str | None:
     ``gateway.metrics.api_key_env`` names one) as ``Authorization: Bearer`` or ``x-api-key``."""
     if key is None:
         return None
-    scheme, _, token = (headers.get("authorization") or "").partition(" ")
-    given = [token.strip() if scheme.lower() == "bearer" else "", headers.get("x-api-key") or ""]
+    try:
+        given = given_keys(headers)
+    except InvalidRequestError as refused:
+        return f"{refused}\n"
     if any(g and hmac.compare_digest(g.encode(), key.encode()) for g in given):
         return None
     return "invalid or missing key for /metrics (gateway.metrics.api_key_env)\n"

@@ -38,7 +38,7 @@ from metis.gateway.errors import (
 from metis.gateway.errors import error_reply as error_reply  # the endpoints'
 from metis.gateway.inbound import Inbound
 from metis.gateway.item_ids import GivenIds, given_ids
-from metis.gateway.keys import KeyState
+from metis.gateway.keys import KeyState, given_keys
 from metis.gateway.metrics import Metrics
 from metis.gateway.models import ModelTable, Target
 from metis.gateway.projection import project
@@ -129,9 +129,7 @@ class Gateway:
         is a key of this gateway, ``x-api-key`` first."""
         if self.api_key is None and not self.keys:
             return None
-        scheme, _, token = (headers.get("authorization") or "").partition(" ")
-        bearer = token.strip() if scheme.lower() == "bearer" else ""
-        for given in (headers.get("x-api-key") or "", bearer):
+        for given in given_keys(headers):
             if not given:
                 continue
             if self.api_key and hmac.compare_digest(given.encode(), self.api_key.encode()):

@@ -618,3 +618,35 @@ def test_gzip_members_are_read_across_any_split_of_the_body(piece: int) -> None:
     inflater = decompressor("gzip")
     assert inflater is not None
     assert len(inflater.inflate(bomb, 150_000)) == 150_001  # one past the room: too large
+
+
+async def test_a_key_header_given_twice_with_different_values_is_refused(
+    emulator: Emulator,
+) -> None:
+    """Before: the first ``x-api-key`` (or ``Authorization``) was read and the others ignored,
+    so which key a request ran under depended on the order of its headers (a proxy in front
+    that adds its own after the client's let the client's win). Now a key header given twice
+    with different values is a 400 in the caller's shape (a ``/metrics`` scrape so made is
+    refused, 401, saying why); given twice the same, it is the one key."""
+    app = create_app(gateway_config(emulator, {"metrics": {"api_key_env": "GATEWAY_KEY"}}))
+    body = {"model": "sonnet", "max_tokens": 20, "messages": SAID}
+    bearer = "Bearer " + GATEWAY_KEY
+    cases = [
+        ("x-api-key, the right one first", [("x-api-key", GATEWAY_KEY), ("x-api-key", "b")], 400),
+        ("x-api-key, the right one last", [("x-api-key", "b"), ("x-api-key", GATEWAY_KEY)], 400),
+        ("authorization twice", [("authorization", bearer), ("authorization", "Bearer b")], 400),
+        ("x-api-key twice the same", [("x-api-key", GATEWAY_KEY)] * 2, 200),
+    ]
+    async with client(app) as gw:
+        for case, headers, status in cases:
+            for api, path in (("anthropic", "/v1/messages"), ("chat", "/v1/chat/completions")):
+                sent = {**body, "model": "sonnet" if api == "anthropic" else "gpt"}
+                reply = await gw.post(path, json=sent, headers=headers)
+                said = f"{case}, {api}: {reply.status_code} {reply.text[:300]}"
+                assert reply.status_code == status, said
+                if status == 400:
+                    assert error_of(api, reply).startswith("invalid_request_error"), said
+                    assert "given 2 times" in reply.text, said
+            scrape = await gw.get("/metrics", headers=headers)
+            assert scrape.status_code == (200 if status == 200 else 401), (case, scrape.text)
+            assert status == 200 or "given 2 times" in scrape.text, (case, scrape.text)
