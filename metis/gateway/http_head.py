@@ -21,6 +21,7 @@ import asyncio
 import json
 from typing import Any
 
+import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from metis.core.ids import new_request_id
@@ -56,6 +57,8 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         self.heads = 0
         """Request heads begun on this connection."""
         self.refused = False
+        self.framing = False
+        """A head of the request's framing alone is parsed (:meth:`_not_upgraded`)."""
         self.head_timer: asyncio.TimerHandle | None = None
         """The head awaited: its time running out ends the connection."""
 
@@ -95,29 +98,33 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         self.transport.close()
 
     def on_message_begin(self) -> None:
-        if not self.refused:
+        if not self.refused and not self.framing:
             super().on_message_begin()
             self.head_bytes, self.read_inside = 0, 0
             self.heads += 1
 
     def on_url(self, url: bytes) -> None:
-        if not self.refused:
+        if not self.refused and not self.framing:
             super().on_url(url)
             self.head_bytes += len(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if not self.refused:
+        if not self.refused and not self.framing:
             super().on_header(name, value)
             self.head_bytes += len(name) + len(value) + 4
 
     def on_headers_complete(self) -> None:
+        if self.framing:
+            return
         self._head_arrived()
         if self.refused or self._past_bound():
             self.refused = True
             return
         self.head_bytes = -1
+        before = self.cycle
         super().on_headers_complete()
-        self.cycle.transport = _Dropping(self.transport, self.cycle)  # type: ignore[assignment]
+        if self.cycle is not before:  # a request begun (not a WebSocket's handshake)
+            self.cycle.transport = _Dropping(self.transport, self.cycle)  # type: ignore[assignment]
 
     def on_body(self, body: bytes) -> None:
         if not self.refused:
@@ -131,13 +138,47 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         if self.refused:
             return
         heads, inside = self.heads, self.head_bytes >= 0
-        super().data_received(data)
+        self._unset_keepalive_if_required()
+        self._feed(data)
         if inside and heads == self.heads and self.head_bytes >= 0:
             self.read_inside += len(data)
         if (self.refused or self._past_bound()) and not self.transport.is_closing():
             self.refused = True
             self.transport.write(head_too_large(self.url))
             self.transport.close()
+
+    def _feed(self, data: bytes) -> None:
+        """As uvicorn's ``data_received``, but for an upgrade it does not serve (all but
+        WebSocket's), which is ignored, as a server may: the request is answered as if it had
+        not asked. httptools' parser takes all that follows such a head for the new protocol's,
+        so its body (curl --http2 asks for h2c on a POST to http://) was lost, and a valid
+        request answered 400, "not valid JSON"."""
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self.send_400_response("Invalid HTTP request received.")
+        except httptools.HttpParserUpgrade as upgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+                return
+            self._not_upgraded()
+            self._feed(data[upgrade.args[0] :])
+
+    def _not_upgraded(self) -> None:
+        """A parser for the body of the request in hand and the requests after it: told the
+        body's framing by a head of the request's own framing headers alone, not passed on."""
+        framing = b"".join(
+            name + b": " + value + b"\r\n"
+            for name, value in self.headers
+            if name in (b"content-length", b"transfer-encoding")
+        )
+        self.parser = httptools.HttpRequestParser(self)
+        self.cycle.more_body = True
+        self.framing = True
+        try:
+            self.parser.feed_data(b"POST / HTTP/1.1\r\n" + framing + b"\r\n")
+        finally:
+            self.framing = False
 
     def _past_bound(self) -> bool:
         return max(self.head_bytes, self.read_inside) > MAX_HEAD_BYTES

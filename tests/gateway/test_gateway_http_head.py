@@ -232,3 +232,43 @@ def test_a_connection_that_sends_nothing_or_a_head_too_slowly_is_ended(
             assert b"connection: close" in head
             assert json.loads(body)["error"]["type"] == "timeout_error", body
             assert answer.count(b"HTTP/1.1 200 OK") == (1 if before else 0)
+
+
+H2C = (
+    b"connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\n"
+    b"http2-settings: AAMAAABkAARAAAAAAAIAAAAA\r\n"
+)
+
+
+def test_an_upgrade_not_served_is_ignored_and_the_request_answered(
+    address: tuple[str, int],
+) -> None:
+    """curl --http2 asks a POST to http:// to upgrade to h2c. Before: httptools' parser took
+    what followed the head for the new protocol's, so the body was lost and a valid request
+    answered 400 ("not valid JSON"). Now the upgrade is ignored, as a server may, and the
+    request served, its body framed by Content-Length or chunked, and the requests after it
+    on the connection too."""
+    h2c_close = H2C.replace(b"Upgrade, HTTP2", b"close, Upgrade, HTTP2")
+    chunked = request(close=False, extra=h2c_close).replace(
+        f"content-length: {len(BODY)}\r\n".encode(), b"transfer-encoding: chunked\r\n"
+    )
+    chunked = chunked.replace(BODY, b"%x\r\n" % len(BODY) + BODY + b"\r\n0\r\n\r\n")
+    cases = {
+        "Content-Length": (request(close=False, extra=h2c_close), 1),
+        "chunked": (chunked, 1),
+        "and a request after it": (request(close=False, extra=H2C) + request(), 2),
+    }
+    for case, (data, served) in cases.items():
+        answer = exchange(address, data)
+        assert answer.count(b"HTTP/1.1 200 OK") == served, (case, answer[:300])
+        assert answer.count(b'"type":"message"') == served, (case, answer[-300:])
+
+
+def test_a_websocket_handshake_is_refused_403(address: tuple[str, int]) -> None:
+    """The Responses API over WebSocket is not served: its handshake is refused with 403
+    (docs/gateway.md), not a 400 for a request the parser could not read."""
+    handshake = (
+        b"GET /v1/responses HTTP/1.1\r\nhost: gw\r\nconnection: Upgrade\r\nupgrade: websocket\r\n"
+        b"sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    )
+    assert exchange(address, handshake).startswith(b"HTTP/1.1 403 ")
