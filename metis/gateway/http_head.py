@@ -155,8 +155,11 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         request answered 400, "not valid JSON"."""
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserError:
-            self.send_400_response("Invalid HTTP request received.")
+        except httptools.HttpParserError as exc:  # uvicorn's answer was text, not the API's
+            error = InvalidRequestError(f"the request is not valid HTTP/1.1: {exc}"[:300])
+            self.transport.write(_refusal(b"400 Bad Request", error, getattr(self, "url", b"")))
+            self.transport.close()
+            self.refused = True
         except httptools.HttpParserUpgrade as upgrade:
             if self._should_upgrade():
                 self.handle_websocket_upgrade()

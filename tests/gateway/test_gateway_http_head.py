@@ -272,3 +272,29 @@ def test_a_websocket_handshake_is_refused_403(address: tuple[str, int]) -> None:
         b"sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
     )
     assert exchange(address, handshake).startswith(b"HTTP/1.1 403 ")
+
+
+@pytest.mark.parametrize(
+    ("case", "path", "extra"),
+    [
+        ("two Content-Lengths", "/v1/messages", b"content-length: 5\r\n"),
+        ("Content-Length and chunked", "/v1/chat/completions", b"transfer-encoding: chunked\r\n"),
+        ("a control character in a header", "/v1/messages", b"x-odd: a\x01b\r\n"),
+    ],
+)
+def test_a_request_that_is_not_http_is_a_400_in_the_shape_of_its_path(
+    case: str, path: str, extra: bytes
+) -> None:
+    """Before: uvicorn's own answer, ``Invalid HTTP request received.`` as text/plain, which
+    neither API's SDK reads as its error. Now the API's error shape, saying what the parser
+    found, and the connection closed (nothing of it reaches the application)."""
+    data = request(extra=extra).replace(b"/v1/messages", path.encode(), 1)
+    transport, started = fed([data])
+    head, _, body = transport.written.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 Bad Request\r\n") and transport.closing, case
+    assert b"content-type: application/json" in head and b"connection: close" in head, case
+    error = json.loads(body)["error"]
+    assert error["type"] == "invalid_request_error", case
+    assert error["message"].startswith("the request is not valid HTTP/1.1: "), case
+    assert ("code" in error) == (path != "/v1/messages"), case  # OpenAI's shape for chat
+    assert started == [], case
