@@ -57,6 +57,8 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         self.heads = 0
         """Request heads begun on this connection."""
         self.refused = False
+        self.last_answer = b""
+        """The refusal of what followed the requests in hand, written once they are answered."""
         self.framing = False
         """A head of the request's framing alone is parsed (:meth:`_not_upgraded`)."""
         self.head_timer: asyncio.TimerHandle | None = None
@@ -75,8 +77,13 @@ class BoundedHeadProtocol(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if self.timeout_keep_alive_task is not None:  # idle: no request of it is in hand
-            self._await_head()
+        if self.timeout_keep_alive_task is None:  # a request of it still in hand, or closed
+            return
+        if self.last_answer:  # what followed the requests answered was not HTTP
+            self.transport.write(self.last_answer)
+            self.transport.close()
+            return
+        self._await_head()
 
     def _await_head(self) -> None:
         self._head_arrived()
@@ -142,7 +149,9 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         self._feed(data)
         if inside and heads == self.heads and self.head_bytes >= 0:
             self.read_inside += len(data)
-        if (self.refused or self._past_bound()) and not self.transport.is_closing():
+        if self.last_answer or self.transport.is_closing():
+            return
+        if self.refused or self._past_bound():
             self.refused = True
             self.transport.write(head_too_large(self.url))
             self.transport.close()
@@ -157,9 +166,14 @@ class BoundedHeadProtocol(HttpToolsProtocol):
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:  # uvicorn's answer was text, not the API's
             error = InvalidRequestError(f"the request is not valid HTTP/1.1: {exc}"[:300])
-            self.transport.write(_refusal(b"400 Bad Request", error, getattr(self, "url", b"")))
-            self.transport.close()
+            refusal = _refusal(b"400 Bad Request", error, getattr(self, "url", b""))
             self.refused = True
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete and not cycle.more_body:
+                self.last_answer = refusal  # the requests read whole before it answered first
+                return
+            self.transport.write(refusal)
+            self.transport.close()
         except httptools.HttpParserUpgrade as upgrade:
             if self._should_upgrade():
                 self.handle_websocket_upgrade()

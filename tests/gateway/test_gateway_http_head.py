@@ -298,3 +298,15 @@ def test_a_request_that_is_not_http_is_a_400_in_the_shape_of_its_path(
     assert error["message"].startswith("the request is not valid HTTP/1.1: "), case
     assert ("code" in error) == (path != "/v1/messages"), case  # OpenAI's shape for chat
     assert started == [], case
+
+
+def test_a_body_longer_than_its_content_length_is_answered_then_the_rest_refused(
+    address: tuple[str, int],
+) -> None:
+    """What follows a body's Content-Length is the next request's. Before: when it was not
+    HTTP, the connection was closed at once, and the request before it, read whole and in
+    hand, was never answered. Now it is answered, then the rest refused (400, then closed)."""
+    answer = exchange(address, request(close=False) + b"GARBAGE AFTER THE BODY\r\n\r\n")
+    first, _, rest = answer.partition(b"HTTP/1.1 400 Bad Request\r\n")
+    assert first.startswith(b"HTTP/1.1 200 OK") and b'"type":"message"' in first, answer[:300]
+    assert b"not valid HTTP/1.1" in rest, answer[-300:]
