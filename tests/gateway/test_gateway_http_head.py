@@ -310,3 +310,24 @@ def test_a_body_longer_than_its_content_length_is_answered_then_the_rest_refused
     first, _, rest = answer.partition(b"HTTP/1.1 400 Bad Request\r\n")
     assert first.startswith(b"HTTP/1.1 200 OK") and b'"type":"message"' in first, answer[:300]
     assert b"not valid HTTP/1.1" in rest, answer[-300:]
+
+
+def test_a_request_refused_by_its_head_is_answered_before_its_body_is_asked_for(
+    address: tuple[str, int],
+) -> None:
+    """A client that sends ``Expect: 100-continue`` with a wrong key, or a Content-Length past
+    the limit, gets its refusal, not a ``100 Continue`` asking it to upload the body."""
+    wrong_key = request(extra=b"expect: 100-continue\r\n").replace(GATEWAY_KEY.encode(), b"no")
+    too_large = request(extra=b"expect: 100-continue\r\n").replace(
+        f"content-length: {len(BODY)}".encode(), b"content-length: 1000000000"
+    )
+    for case, data, status in (
+        ("a wrong key", wrong_key, b"401"),
+        ("a body past the limit", too_large, b"413"),
+    ):
+        head = data[: data.index(b"\r\n\r\n") + 4]  # the body is never sent
+        with socket.create_connection(address, timeout=60) as sock:  # a bound on a hang
+            sock.sendall(head)
+            answer = read_until_closed(sock)  # the request said connection: close
+        assert answer.startswith(b"HTTP/1.1 " + status + b" "), (case, answer[:200])
+        assert b"100 Continue" not in answer, case
