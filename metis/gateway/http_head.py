@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 import httptools
@@ -237,13 +238,42 @@ class _Dropping:
     """A request's view of its connection (what uvicorn's request cycle calls of it): closed
     while the answer is unfinished and the client takes none of what was written (it stopped
     reading without closing, and the stream ended, metis.gateway.endings.last_word), the
-    connection is dropped, not left open until the client reads what it will never read."""
+    connection is dropped, not left open until the client reads what it will never read.
+    An answer to an HTTP/1.0 request, which cannot read chunks (RFC 9112, 6.1), is written
+    unchunked, ended by the connection's close (uvicorn chunks one of no stated length)."""
 
     __slots__ = ("_cycle", "_transport", "is_closing", "write")
 
     def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
         self._transport, self._cycle = transport, cycle
-        self.write, self.is_closing = transport.write, transport.is_closing
+        self.write: Callable[[bytes], None] = transport.write
+        self.is_closing = transport.is_closing
+        if cycle.scope["http_version"] == "1.0":
+            self.write = self._head_to_1_0
+
+    def _head_to_1_0(self, data: bytes) -> None:
+        """The answer's head (uvicorn's first write): unchunked, and said to close."""
+        self.write = self._transport.write
+        chunked = b"\r\ntransfer-encoding: chunked\r\n"
+        if chunked in data:
+            data = data.replace(chunked, b"\r\n", 1)
+            if b"\r\nconnection: close\r\n" not in data:
+                data = data[:-2] + b"connection: close\r\n\r\n"
+            self._cycle.keep_alive = False
+            self.write = self._unchunked
+        self._transport.write(data)
+
+    def _unchunked(self, data: bytes) -> None:
+        """A piece of the body, as uvicorn writes it: whole chunks (the last of size 0)."""
+        pieces, at = [], 0
+        while at < len(data):
+            end = data.index(b"\r\n", at)
+            size = int(data[at:end], 16)
+            if size == 0:
+                break
+            pieces.append(data[end + 2 : end + 2 + size])
+            at = end + 4 + size
+        self._transport.write(b"".join(pieces))
 
     def close(self) -> None:
         if not self._cycle.response_complete and self._cycle.flow.write_paused:

@@ -331,3 +331,24 @@ def test_a_request_refused_by_its_head_is_answered_before_its_body_is_asked_for(
             answer = read_until_closed(sock)  # the request said connection: close
         assert answer.startswith(b"HTTP/1.1 " + status + b" "), (case, answer[:200])
         assert b"100 Continue" not in answer, case
+
+
+def test_a_stream_asked_in_http_1_0_is_not_chunked(address: tuple[str, int]) -> None:
+    """RFC 9112 (6.1): no Transfer-Encoding in an answer to an HTTP/1.0 request, which cannot
+    read it. Before: uvicorn answered a stream (no Content-Length) chunked whatever the
+    request's version. Now its events are written bare and its end is the connection's."""
+    streamed = json.loads(BODY) | {"stream": True}
+    body = json.dumps(streamed).encode()
+    data = (
+        request("1.0", close=False)
+        .replace(BODY, body)
+        .replace(f"content-length: {len(BODY)}".encode(), f"content-length: {len(body)}".encode())
+    )
+    answer = exchange(address, data)  # read until the server closes
+    head, _, events = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n"), answer[:300]
+    assert b"transfer-encoding" not in head.lower() and b"connection: close" in head, head
+    assert events.startswith(b"event: message_start\n"), events[:100]
+    assert events.endswith(b"\n\n") and b'{"type":"message_stop"}' in events[-100:], events[-100:]
+    whole = exchange(address, request("1.0"))  # an answer of known length is as it was
+    assert b"content-length: " in whole and b'"type":"message"' in whole, whole[:300]
