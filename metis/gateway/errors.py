@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -286,6 +287,10 @@ def anthropic_error(error: AdapterError, request_id: str) -> ErrorReply:
     return ErrorReply(status, {**body, "request_id": request_id}, headers)
 
 
+_FIELD = re.compile(r"([A-Za-z_]\w*(?:\[\d+\]|\.[A-Za-z_]\w*)*): ")
+"""A field's path (``tools[0].function``) at the start of a refusal's message."""
+
+
 def openai_error(error: AdapterError, request_id: str, param: str | None = None) -> ErrorReply:
     error = provider_key_failure(error)
     special = _special(error)
@@ -299,6 +304,9 @@ def openai_error(error: AdapterError, request_id: str, param: str | None = None)
             kind = code = "insufficient_quota"
     if isinstance(error, PreviousResponseNotFoundError):
         param = "previous_response_id"
+    elif param is None and error.provider is None and isinstance(error, InvalidRequestError):
+        named = _FIELD.match(error.message)  # the gateway's readers say "field: what is wrong"
+        param = named[1] if named else None
     body = {"error": {"message": error.message, "type": kind, "param": param, "code": code}}
     headers = {**_headers(error, status), **_limit_headers(error, "openai")}
     return ErrorReply(status, body, {**headers, "x-request-id": request_id})

@@ -650,3 +650,32 @@ async def test_a_key_header_given_twice_with_different_values_is_refused(
             scrape = await gw.get("/metrics", headers=headers)
             assert scrape.status_code == (200 if status == 200 else 401), (case, scrape.text)
             assert status == 200 or "given 2 times" in scrape.text, (case, scrape.text)
+
+
+async def test_an_openai_shaped_refusal_of_a_field_names_it_as_param(emulator: Emulator) -> None:
+    """OpenAI's error names the field it refuses in ``param`` (the SDK's ``BadRequestError
+    .param``); the gateway's own refusals said it only in the message, ``param`` null. Now
+    a refusal the gateway's readers make of one field names it there too; one of no field
+    (a body that is not JSON) and the provider's own keep ``param`` null."""
+    app = create_app(gateway_config(emulator))
+    cases = [
+        ("/v1/chat/completions", {"model": "flash", "temperature": "hot"}, "temperature"),
+        ("/v1/chat/completions", {"model": "flash", "tools": [1]}, "tools[0].function"),
+        ("/v1/responses", {"model": "flash", "input": [1]}, "input[0]"),
+        ("/v1/responses", {"model": "flash", "stream": "yes"}, "stream"),
+        ("/v1/embeddings", {"model": "flash", "input": [None]}, "input[0]"),
+        ("/v1/chat/completions", {"model": 5}, "model"),
+    ]
+    said = {"messages": SAID, "input": "Hi"}
+    async with client(app) as gw:
+        for path, body, param in cases:
+            sent = {key: said[key] for key in said if key not in body} | body
+            if path == "/v1/chat/completions":
+                sent.pop("input", None)
+            else:
+                sent.pop("messages", None)
+            reply = await gw.post(path, json=sent, headers=HEADERS)
+            case = f"{path} {body}: {reply.status_code} {reply.text[:300]}"
+            assert reply.status_code == 400 and reply.json()["error"]["param"] == param, case
+        reply = await gw.post("/v1/chat/completions", content=b"{not", headers=HEADERS)
+        assert reply.status_code == 400 and reply.json()["error"]["param"] is None, reply.text
