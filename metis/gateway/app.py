@@ -377,11 +377,11 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
     app = GatewayApp(
         first=_first(served),
         tracer=config.tracer,
+        cors=config.settings.cors_origins,
         routes=routes,
         lifespan=_lifespan(gateway, shared, state),
         exception_handlers=NOT_SERVED,
     )
-    app.router.redirect_slashes = False
     app.state.gateway = gateway
     app.state.pass_through = passer
     return app

@@ -57,6 +57,9 @@ class GatewaySettings(BaseModel):
     """Whether a request whose API is the routed model's own goes through as it came
     (metis.gateway.passthrough); off: every request is translated."""
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    cors_origins: list[str] = Field(default_factory=list)
+    """The origins (``https://app.example``, or ``*``) of the web pages that may call the
+    gateway from a browser (CORS, metis.gateway.front); none: a browser may not."""
     keys: list[KeySpec] = Field(default_factory=list)
     """Gateway keys with their own models, limits and budget (metis.gateway.keys). Each name
     is its own: a key's spend, limits and Responses conversations are kept under it."""

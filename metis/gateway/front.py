@@ -8,13 +8,24 @@ is Starlette's, as before."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 
 FirstEndpoint = Callable[[Request], Awaitable[Any]]
+EXPOSED = (
+    "request-id",
+    "x-request-id",
+    "retry-after",
+    "x-should-retry",
+    "x-metis-dropped",
+    "x-metis-model",
+    "x-metis-path",
+)
+"""The answers' headers a page may read beside the plain ones (the SDKs read the first four)."""
 
 
 class GatewayApp(Starlette):
@@ -22,15 +33,25 @@ class GatewayApp(Starlette):
     router; ``tracer``: the OpenTelemetry tracer whose server spans wrap every request."""
 
     def __init__(
-        self, *, first: dict[str, FirstEndpoint], tracer: Any = None, **settings: Any
+        self,
+        *,
+        first: dict[str, FirstEndpoint],
+        tracer: Any = None,
+        cors: Sequence[str] = (),
+        **settings: Any,
     ) -> None:
         super().__init__(**settings)
+        self.router.redirect_slashes = False  # a trailing slash is served as the path itself
         self.first = first
         front: Any = self._front
         if tracer is not None:
             from metis.gateway.tracing import ServerSpans
 
             front = ServerSpans(front, tracer=tracer)
+        if cors:  # the pages of these origins may call, and read the answers and their ids
+            front = CORSMiddleware(
+                front, cors, ["GET", "POST", "DELETE"], ["*"], expose_headers=EXPOSED
+            )
         self._served = front
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
