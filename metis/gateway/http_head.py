@@ -13,6 +13,12 @@ timeout, cancelled by the first byte that comes), so a connection that sent noth
 sent a byte at a time, was held for good. Here a connection that sends nothing is closed as an
 idle kept-alive one is, and a head not whole within :data:`HEAD_SECONDS` is answered 408 and
 closed.
+
+The same protocol mends what uvicorn does with the HTTP around a request (docs/gateway.md, "In
+a container"): a request that is not HTTP/1.1 is a 400 in its API's shape, after the answers
+to the requests read whole before it; an upgrade it does not serve (h2c) is ignored, not the
+body lost; an answer to HTTP/1.0 is not chunked; and a connection whose client reads nothing
+is dropped, not held, once its answer is given up.
 """
 
 from __future__ import annotations
