@@ -56,6 +56,9 @@ class GatewaySettings(BaseModel):
     pass_through: bool = True
     """Whether a request whose API is the routed model's own goes through as it came
     (metis.gateway.passthrough); off: every request is translated."""
+    access_log: bool = True
+    """A line per request as it ends, at INFO through the ``metis.gateway`` logger
+    (metis.gateway.access); off: none, and nothing noted for it."""
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     keys: list[KeySpec] = Field(default_factory=list)
     """Gateway keys with their own models, limits and budget (metis.gateway.keys). Each name

@@ -26,6 +26,7 @@ from metis.gateway import (
     responses_api,
     responses_items,
 )
+from metis.gateway.access import ACCESS
 from metis.gateway.ahead import Ahead
 from metis.gateway.begun import begun
 from metis.gateway.config import GatewayConfig
@@ -138,6 +139,8 @@ class Gateway:
                 return None
             found = self.keys.find(given)
             if found is not None:
+                if (line := ACCESS.get()) is not None:
+                    line.key = found.spec.name
                 return found
         raise GatewayAuthError("invalid or missing API key for this gateway")
 
