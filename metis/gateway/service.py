@@ -48,6 +48,7 @@ from metis.gateway.reported import dropped_headers as dropped_headers  # the end
 from metis.gateway.reported import log_dropped as log_dropped
 from metis.gateway.reported import warnings_of
 from metis.gateway.responses_read import read_responses
+from metis.gateway.server_fit import ServerTools
 from metis.gateway.sse import BlockWriter, new_id
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore
 from metis.model.content import Message, ProviderRaw, Role
@@ -119,6 +120,7 @@ class Gateway:
             config.settings.stored_responses
         )
         self.metrics = Metrics()
+        self.server_tools = ServerTools()
 
     async def aclose(self) -> None:
         await self.models.aclose()
@@ -167,6 +169,8 @@ class Gateway:
             else self.models.resolve(inbound.model)
         )
         limit, changes, dropped = project(inbound, target.capabilities)
+        if inbound.fields.get("server_tools"):
+            changes["server_tools"] = await self.server_tools.fitted(inbound, target, dropped)
         if isinstance(target.chat_model, Adapter):  # decided as the adapter would (no copy)
             streams = target.chat_model.capabilities.supports_streaming
             changes["stream"] = inbound.stream and streams
