@@ -44,17 +44,17 @@ class ServerTools:
             taken, why = await self._taken(target, tool, bool(inbound.fields.get("tools")))
             if taken is None:
                 dropped.append(f"{label} ({why})")
-            elif taken is not tool:
+                continue
+            if why:  # taken without its options
                 dropped.append(f"{label} options ({why})")
-            if taken is not None:
-                kept.append(taken)
+            kept.append(taken if why else tool)
         return kept
 
     async def _taken(
         self, target: Target, tool: Declared, beside: bool
     ) -> tuple[Declared | None, str]:
-        """``tool`` as the target takes it: whole, bare (no options), or not at all (None),
-        with the stack's reason when not whole."""
+        """``tool`` as the target takes it: whole (no reason given), bare (without its
+        options), or not at all (None), with the stack's reason when not whole."""
         adapter = target.chat_model
         assert isinstance(adapter, Adapter)
         memo = (id(adapter), target.request_model, tool.model_dump_json(), beside)

@@ -213,3 +213,17 @@ async def test_a_server_tools_option_out_of_range_is_a_400_naming_it() -> None:
         answer = await client.post("/v1/messages", json=body, headers={"x-api-key": GATEWAY_KEY})
     assert answer.status_code == 400
     assert answer.json()["error"]["message"].startswith("tools[0].max_uses: ")
+
+
+async def test_a_declaration_the_model_takes_whole_is_taken_whole_every_time() -> None:
+    """What a model takes is asked of its stack once: the next request with the same tool
+    is served the same, nothing named."""
+    emulator = Emulator(model=[RAN, RAN], models="any")
+    app = create_app(gateway_config(emulator))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        for _ in range(2):
+            body, key = messages("flash", [CODE], False), {"x-api-key": GATEWAY_KEY}
+            answer = await client.post("/v1/messages", json=body, headers=key)
+            assert answer.status_code == 200 and "x-metis-dropped" not in answer.headers
+    assert [b["tools"] for b in emulator.bodies("gemini")] == [[{"codeExecution": {}}]] * 2
