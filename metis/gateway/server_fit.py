@@ -19,6 +19,8 @@ from metis.pipeline.call import Call, DropRecord
 
 MAX_FITTED = 1024
 """The most (model, declaration) answers kept."""
+WIRE_NAMES = {"context_size": "search_context_size"}
+"""An option named as the caller's API names it, where that is not the library's name."""
 _PROBE_TOOL = ToolDefinition(name="probe", input_schema={"type": "object"})
 
 
@@ -45,16 +47,19 @@ class ServerTools:
             if taken is None:
                 dropped.append(f"{label} ({why})")
                 continue
-            if why:  # taken without its options
-                dropped.append(f"{label} options ({why})")
+            if why:  # taken without some of its options
+                left = [
+                    WIRE_NAMES.get(n, n) for n in tool.model_fields_set - taken.model_fields_set
+                ]
+                dropped.append(f"{label} {', '.join(sorted(left))} ({why})")
             kept.append(taken if why else tool)
         return kept
 
     async def _taken(
         self, target: Target, tool: Declared, beside: bool
     ) -> tuple[Declared | None, str]:
-        """``tool`` as the target takes it: whole (no reason given), bare (without its
-        options), or not at all (None), with the stack's reason when not whole."""
+        """``tool`` as the target takes it: whole (no reason given), without the options it
+        refuses, or not at all (None), with the stack's reason when not whole."""
         adapter = target.chat_model
         assert isinstance(adapter, Adapter)
         memo = (id(adapter), target.request_model, tool.model_dump_json(), beside)
@@ -63,12 +68,26 @@ class ServerTools:
             found = (tool, "")
             why = await _refused(adapter, target, tool, beside)
             if why is not None:
-                bare = type(tool)()
-                whole = bare == tool or await _refused(adapter, target, bare, beside) is not None
-                found = (None, why) if whole else (bare, why)
+                found = (await _fewer(adapter, target, tool, beside), why)
             if len(self._fitted) < MAX_FITTED:
                 self._fitted[memo] = found
         return found
+
+
+async def _fewer(adapter: Adapter, target: Target, tool: Declared, beside: bool) -> Declared | None:
+    """``tool`` without the options the stack refuses (found by leaving them out one at a
+    time, then giving back each it takes), or None when it refuses the tool bare too."""
+    given = sorted(tool.model_fields_set - {"kind"})
+    bare = type(tool)()
+    if not given or await _refused(adapter, target, bare, beside) is not None:
+        return None
+    kept = tool.model_dump(include=set(given))
+    for name in given:  # each option alone beside the bare tool: taken or not
+        alone = type(tool).model_validate({name: kept[name]})
+        if await _refused(adapter, target, alone, beside) is not None:
+            del kept[name]
+    fewer = type(tool).model_validate(kept)
+    return fewer if await _refused(adapter, target, fewer, beside) is None else bare
 
 
 async def _refused(adapter: Adapter, target: Target, tool: Declared, beside: bool) -> str | None:

@@ -97,7 +97,8 @@ async def test_a_messages_web_search_to_gemini_searches_and_cites_in_anthropics_
     answer = await ask(emulator, "/v1/messages", messages("flash", [SEARCH], stream), SEARCHED)
     assert emulator.bodies("gemini")[0]["tools"] == [{"googleSearch": {}}]
     assert answer.headers["x-metis-dropped"] == (
-        "tools[0] (web_search_20250305) options (Gemini's Google Search takes only blocked_domains)"
+        "tools[0] (web_search_20250305) max_uses (Gemini's Google Search takes only "
+        "blocked_domains)"
     )
     (text,) = message_content(answer, stream)
     assert text["text"] == "Python 3.14 is out."
@@ -141,7 +142,7 @@ async def test_a_messages_web_search_on_responses_comes_back_as_anthropics_block
     answer = await ask(emulator, "/v1/messages", messages("gpt5", [SEARCH], stream), SEARCHED)
     assert emulator.bodies("openai_responses")[0]["tools"] == [{"type": "web_search"}]
     assert answer.headers["x-metis-dropped"] == (
-        "tools[0] (web_search_20250305) options (OpenAI web search takes no max_uses and no "
+        "tools[0] (web_search_20250305) max_uses (OpenAI web search takes no max_uses and no "
         "blocked_domains)"
     )
     call, result, text = message_content(answer, stream)
@@ -181,8 +182,8 @@ async def test_a_responses_web_search_on_claude_and_file_search_left_out(stream:
     sent = emulator.bodies("anthropic")[0]["tools"]  # the stack's cache policy marks the last
     assert [(t["type"], t["name"]) for t in sent] == [("web_search_20250305", "web_search")]
     assert answer.headers["x-metis-dropped"] == (
-        "tools[1] (file_search); tools[0] (web_search) options (Anthropic web search takes "
-        "no context_size)"
+        "tools[1] (file_search); tools[0] (web_search) search_context_size (Anthropic web "
+        "search takes no context_size)"
     )
     searched, said = response_output(answer, stream)
     assert searched["type"] == "web_search_call" and searched["status"] == "completed"
@@ -227,3 +228,16 @@ async def test_a_declaration_the_model_takes_whole_is_taken_whole_every_time() -
             answer = await client.post("/v1/messages", json=body, headers=key)
             assert answer.status_code == 200 and "x-metis-dropped" not in answer.headers
     assert [b["tools"] for b in emulator.bodies("gemini")] == [[{"codeExecution": {}}]] * 2
+
+
+async def test_only_the_options_the_model_refuses_are_left_out() -> None:
+    """Gemini's Google Search takes blocked domains (its ``excludeDomains``) but no
+    ``max_uses``: the one goes, the other is named."""
+    emulator = Emulator(model=[], models="any")
+    searching = {**SEARCH, "blocked_domains": ["example.com"]}
+    body = messages("flash", [searching], False)
+    answer = await ask(emulator, "/v1/messages", body, SEARCHED)
+    assert emulator.bodies("gemini")[0]["tools"] == [
+        {"googleSearch": {"excludeDomains": ["example.com"]}}
+    ]
+    assert answer.headers["x-metis-dropped"].startswith("tools[0] (web_search_20250305) max_uses (")
