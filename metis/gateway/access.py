@@ -60,7 +60,7 @@ class AccessLine:
     usd: Decimal | None = None
     request_id: str = ""
     failure: str = ""
-    """The ending a failure counted for it made (upstream_error, timeout, refused, error)."""
+    """The ending a failure counted for it made (upstream_error, timeout, error)."""
 
     def failed(self, error: AdapterError | str) -> None:
         """A failure counted for the request: the upstream's (a provider's error, or its
@@ -93,7 +93,7 @@ class AccessLine:
         if self.api:
             parts.append(f"api={self.api}")
         parts.append(f"model={_plain(self.model) if self.model else '-'}")
-        parts.append(f"served={self.served or '-'} key={self.key or '-'}")
+        parts.append(f"served={self.served or '-'} key={_plain(self.key) if self.key else '-'}")
         if self.tokens_in is not None:
             parts.append(f"in={self.tokens_in} out={self.tokens_out}")
         if self.usd is not None:

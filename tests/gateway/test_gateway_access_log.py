@@ -164,3 +164,13 @@ async def test_a_stream_past_the_gateways_deadline_ended_by_timeout(
     assert "error" in answer.text
     [record] = lines(logged)
     assert fields(record)["end"] == "timeout" and fields(record)["status"] == "200"
+
+
+async def test_a_key_name_with_a_space_is_one_quoted_field(
+    logged: pytest.LogCaptureFixture,
+) -> None:
+    keys = {"keys": [{"name": "ops team", "sha256": digest(SECRET)}]}
+    app = create_app(gateway_config(Emulator(), keys))
+    assert (await post(app, SAID)).status_code == 200
+    [record] = lines(logged)
+    assert ' key="ops team" ' in record.getMessage()
