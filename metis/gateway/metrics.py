@@ -98,7 +98,7 @@ class Metrics:
             self.tokens[(name, "input")] += other.usage.total_input_tokens
             self.tokens[(name, "output")] += other.usage.output_tokens
         usd = price(model, usage)
-        if usd is not None:
+        if usd is not None and usd.is_finite() and usd >= 0:  # a counter never goes down
             self.cost[model] = self.cost.get(model, Decimal(0)) + usd
         if (line := ACCESS.get()) is not None:
             line.served, line.usd = model, usd

@@ -375,3 +375,18 @@ async def test_a_negative_charge_never_lowers_a_keys_spend_and_is_logged_once(
     said = [r.getMessage() for r in caplog.records if r.name == "metis.gateway"]
     assert len(said) == 1, said
     assert "'team'" in said[0] and "'bad'" in said[0] and "-0.75" in said[0]
+
+
+def test_a_reply_priced_below_0_does_not_lower_the_cost_counter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``metis_gateway_cost_usd_total`` is a counter: a wrong price below 0 leaves it as it
+    was (Prometheus reads a counter that goes down as one reset)."""
+    from metis.gateway.metrics import Metrics
+
+    priced = iter([Decimal("1.5"), Decimal("-0.75"), Decimal("1.5")])
+    monkeypatch.setattr("metis.gateway.metrics.price", lambda model, usage: next(priced))
+    metrics = Metrics()
+    for _ in range(3):
+        metrics.usage("m", TokenUsage(input_tokens=1, output_tokens=1))
+    assert metrics.cost == {"m": Decimal(3)}
