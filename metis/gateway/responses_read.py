@@ -37,7 +37,7 @@ from metis.gateway.openai_tools import (
 )
 from metis.gateway.provenance import restored
 from metis.gateway.reasoning_items import asks_encrypted, read_reasoning
-from metis.gateway.server_tools import LABELS, responses_tool
+from metis.gateway.server_tools import LABELS, responses_tool, unmapped_options
 from metis.gateway.unread import responses_unread
 from metis.histories.blocks import opaque, stored
 from metis.histories.files import from_chat_audio, split_data_url
@@ -340,6 +340,7 @@ def _tools(raw: Any, ignored: list[str], server: dict[str, Any]) -> list[Any]:
             label = f"tools[{i}] ({str(tool.get('type'))[:40]})"
             if (declared := responses_tool(tool, f"tools[{i}]")) is not None:
                 server[label] = declared
+                ignored.extend(unmapped_options(tool, f"tools[{i}]"))
             else:
                 ignored.append(label)
             continue

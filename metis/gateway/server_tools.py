@@ -63,6 +63,16 @@ def responses_tool(tool: Mapping[str, Any], where: str) -> Declared | None:
     return None
 
 
+def unmapped_options(tool: Mapping[str, Any], where: str) -> list[str]:
+    """What of a Responses hosted tool's entry its declaration does not carry, named: a code
+    interpreter's container given as options (its ``file_ids``, ``memory_limit``), which only
+    OpenAI's tool reads."""
+    container = tool.get("container")
+    if tool.get("type") != "code_interpreter" or not isinstance(container, Mapping):
+        return []
+    return [f"{where}.container.{name}" for name in sorted(container) if name != "type"]
+
+
 def _filters(tool: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "max_uses": tool.get("max_uses"),

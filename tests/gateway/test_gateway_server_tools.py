@@ -241,3 +241,13 @@ async def test_only_the_options_the_model_refuses_are_left_out() -> None:
         {"googleSearch": {"excludeDomains": ["example.com"]}}
     ]
     assert answer.headers["x-metis-dropped"].startswith("tools[0] (web_search_20250305) max_uses (")
+
+
+async def test_a_code_interpreters_container_files_are_named_as_left_out() -> None:
+    """A container given as options (files to put in it) is OpenAI's alone: the code runs
+    elsewhere without them, and the client is told."""
+    emulator = Emulator(model=[], models="any")
+    tools = [{"type": "code_interpreter", "container": {"type": "auto", "file_ids": ["file_1"]}}]
+    answer = await ask(emulator, "/v1/responses", responses("flash", tools, False), RAN)
+    assert answer.headers["x-metis-dropped"] == "tools[0].container.file_ids"
+    assert emulator.bodies("gemini")[0]["tools"] == [{"codeExecution": {}}]
