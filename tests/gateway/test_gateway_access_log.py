@@ -174,3 +174,22 @@ async def test_a_key_name_with_a_space_is_one_quoted_field(
     assert (await post(app, SAID)).status_code == 200
     [record] = lines(logged)
     assert ' key="ops team" ' in record.getMessage()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_passed_through_request_has_its_line_too(
+    stream: bool, logged: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(gateway_config(Emulator(), KEYS))
+    body = {"model": "gpt", "messages": [{"role": "user", "content": "Hi"}], "stream": stream}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        answer = await client.post(
+            "/v1/chat/completions", json=body, headers={"authorization": f"Bearer {SECRET}"}
+        )
+    assert answer.status_code == 200 and answer.headers["x-metis-path"] == "pass-through"
+    [record] = lines(logged)
+    line = fields(record)
+    assert line["api"] == "chat" and line["model"] == "gpt" and line["served"] == "openai:gpt-4o"
+    assert int(line["in"]) > 0 and line["end"] == "completed" and line["key"] == "team"
+    assert line["request_id"] == answer.headers["x-request-id"]
