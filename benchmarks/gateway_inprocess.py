@@ -169,7 +169,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rate", type=float, default=0.0, help="an open loop: requests a second")
     parser.add_argument("--profile", help="write a cProfile of the last round here")
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="uvloop")
+    parser.add_argument(
+        "--access-log",
+        action="store_true",
+        help="write the gateway's access lines (as metis serve does) to /dev/null",
+    )
     args = parser.parse_args(argv)
+    if args.access_log:
+        from metis.cli.serve import access_lines
+
+        access_lines(True).setStream(open(os.devnull, "w"))  # noqa: SIM115 (the run's life)
     with ServerProcess() as upstream, tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "metis.yaml"
         config.write_text(bench.metis_config(upstream, args.scenario, True, args.pace))

@@ -208,7 +208,8 @@ def _add_serve(commands: Commands) -> None:
     serve.add_argument(
         "--access-log",
         action="store_true",
-        help="log a line per request (uvicorn's access log; off: it costs CPU per request)",
+        help="uvicorn's access log too (off: it costs CPU per request; the gateway's own "
+        "line per request is gateway.access_log's)",
     )
 
 

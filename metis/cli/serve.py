@@ -2,7 +2,8 @@
 gateway under uvicorn (docs/gateway.md). The configuration is read here first, so an error in
 it is one line before anything listens; each worker process reads it again
 (``METIS_GATEWAY_CONFIG``). uvicorn's access log (a line per request) is off unless asked for:
-it cost ~1-2 ms of CPU a request (benchmarks/README.md)."""
+it cost ~1-2 ms of CPU a request (benchmarks/README.md); the gateway's own access lines
+(``gateway.access_log``, metis.gateway.access) are written by each worker."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from metis.gateway.app import METRICS_DIR_VARIABLE, create_app, frozen_for_serving
+        from metis.gateway.app import METRICS_DIR_VARIABLE
         from metis.gateway.config import GatewayConfig
     except ImportError as missing:
         raise CliError(f"metis serve needs {missing.name}: pip install 'metis[serve]'") from None
@@ -37,23 +38,7 @@ def run(args: argparse.Namespace) -> int:
     if not config.registry.routes() and not config.registry.route_specs:
         print(f"metis: warning: {path} names no models: every request is a 404", file=sys.stderr)
     if args.workers == 1:
-        served = uvicorn.Config(
-            frozen_for_serving(create_app(config)),
-            host=host,
-            port=port,
-            timeout_graceful_shutdown=drain,
-            log_level="info",
-            access_log=args.access_log,
-            http=http_protocol(),
-        )
-        server = _announcing_server(uvicorn.Server, served, path)
-        try:
-            server.run()
-        except SystemExit:  # uvicorn's own exit when it cannot start, its reason logged above
-            if server.started:
-                raise
-            raise _not_started(host, port) from None
-        return 0 if server.started else 1
+        return _serve_one(config, path, host, port, args.access_log)
     # uvicorn binds the workers' socket itself and logs its address ("Uvicorn running on")
     print(f"metis serve: {args.workers} workers  ({path})", flush=True)
     if config.settings.redis_url is None:
@@ -80,6 +65,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve_one(config: Any, path: str, host: str, port: int, uvicorn_log: bool) -> int:
+    """``metis serve`` in this process (``--workers 1``), its access lines written meanwhile."""
+    import uvicorn
+
+    from metis.gateway.app import create_app, frozen_for_serving
+
+    access = access_lines(config.settings.access_log)
+    served = uvicorn.Config(
+        frozen_for_serving(create_app(config)),
+        host=host,
+        port=port,
+        timeout_graceful_shutdown=config.settings.drain_seconds,
+        log_level="info",
+        access_log=uvicorn_log,
+        http=http_protocol(),
+    )
+    server = _announcing_server(uvicorn.Server, served, path)
+    try:
+        server.run()
+    except SystemExit:  # uvicorn's own exit when it cannot start, its reason logged above
+        if server.started:
+            raise
+        raise _not_started(host, port) from None
+    finally:
+        no_access_lines(access)
+    return 0 if server.started else 1
+
+
 def worker_app() -> Any:
     """What each worker of ``--workers N`` serves: the application ``METIS_GATEWAY_CONFIG``
     names, its log lines written as one process's are (``metis: warning: [event] ...``), not
@@ -90,7 +103,38 @@ def worker_app() -> Any:
     from metis.gateway.app import from_environment
 
     logging.getLogger("metis").addHandler(stderr_handler())
-    return from_environment()
+    app = from_environment()
+    access_lines(app.state.gateway.settings.access_log)
+    return app
+
+
+def access_lines(on: bool) -> Any:
+    """When ``on`` (``gateway.access_log``), the gateway's access lines (INFO records of
+    ``metis.gateway``) written to stderr as its warnings are (it has no other INFO records);
+    the handler, for :func:`no_access_lines`, or None."""
+    import logging
+
+    from metis.cli import stderr_handler
+
+    if not on:
+        return None
+    handler = stderr_handler()
+    handler.setLevel(logging.INFO)
+    handler.addFilter(lambda record: record.levelno < logging.WARNING)  # those: "metis"'s own
+    logger = logging.getLogger("metis.gateway")
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    return handler
+
+
+def no_access_lines(handler: Any) -> None:
+    """Undo :func:`access_lines` (a server run in this process has ended)."""
+    import logging
+
+    if handler is not None:
+        logger = logging.getLogger("metis.gateway")
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
 
 
 def _not_started(host: str, port: int) -> CliError:

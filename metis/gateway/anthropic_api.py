@@ -26,6 +26,7 @@ from metis.gateway.inbound import (
 )
 from metis.gateway.kept_turns import read_turns
 from metis.gateway.provenance import restored
+from metis.gateway.server_tools import LABELS, anthropic_tool
 from metis.gateway.unread import anthropic_unread
 from metis.histories.reading import text
 from metis.model.request import ThinkingConfig, ToolChoice
@@ -67,10 +68,12 @@ def read_messages(raw: Any, later: bool = False) -> Inbound:
     messages = read_turns(body.get("messages", []), body.get("system"), model, KeptIds())
     messages = restored(messages)
     fields: dict[str, Any] = {}
-    tools, skipped = _tools(body.get("tools"))
+    tools, skipped, server = _tools(body.get("tools"))
     ignored += skipped
     if tools:
         fields["tools"] = tools
+    if server:
+        fields["server_tools"] = list(server.values())
     choice = body.get("tool_choice")
     if choice is not None:
         fields.update(_tool_choice(choice))
@@ -92,26 +95,33 @@ def read_messages(raw: Any, later: bool = False) -> Inbound:
         max_output_tokens=optional_int(body, "max_tokens"),
         fields=fields,
         ignored=ignored,
+        options={LABELS: list(server)} if server else {},
         unread=partial(anthropic_unread, body),
     ).finished(later)
 
 
-def _tools(raw: Any) -> tuple[list[Any], list[str]]:
+def _tools(raw: Any) -> tuple[list[Any], list[str], dict[str, Any]]:
+    """The function tools, the server tools metis has no form for (named), and those it has
+    (metis.gateway.server_tools), by how each is named when the model cannot take it."""
     if raw is None:
-        return [], []
+        return [], [], {}
     if not isinstance(raw, list):
         raise InvalidRequestError("tools: expected a list of tools")
-    tools, skipped = [], []
+    tools, skipped, server = [], [], {}
     for i, tool in enumerate(raw):
         where = f"tools[{i}]"
         if not isinstance(tool, Mapping):
             raise InvalidRequestError(f"{where}: expected an object")
         if tool.get("type", "custom") != "custom":  # a server tool (web search, ...)
-            skipped.append(f"{where} ({str(tool.get('type'))[:40]})")
+            label = f"{where} ({str(tool.get('type'))[:40]})"
+            if (declared := anthropic_tool(tool, where)) is not None:
+                server[label] = declared
+            else:
+                skipped.append(label)
             continue
         name, schema, strict = tool.get("name"), tool.get("input_schema"), tool.get("strict")
         tools.append(tool_definition(name, tool.get("description"), schema, where, strict))
-    return tools, skipped
+    return tools, skipped, server
 
 
 def _tool_choice(raw: Any) -> dict[str, Any]:

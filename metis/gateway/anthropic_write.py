@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.gateway.provenance import unsigned, wrap
+from metis.gateway.server_written import anthropic_block, anthropic_citation
 from metis.gateway.sse import BlockWriter, dumps, event, new_id, quoted
 from metis.model.content import (
     ContentBlock,
@@ -152,7 +153,8 @@ def own(raw: ProviderRaw | None) -> dict[str, Any] | None:
 
 
 def text_block(item: TextBlock) -> dict[str, Any]:
-    cited = [c for c in (own(cited.provider_raw) for cited in item.citations or ()) if c]
+    found = (own(c.provider_raw) or anthropic_citation(c, item.text) for c in item.citations or ())
+    cited = [c for c in found if c]
     return {"type": "text", "text": item.text, **({"citations": cited} if cited else {})}
 
 
@@ -168,7 +170,7 @@ def block(item: ContentBlock) -> dict[str, Any] | None:
     if isinstance(item, ToolUseBlock):
         return {"type": "tool_use", "id": item.id, "name": item.name, "input": item.input}
     if isinstance(item, ServerToolCallBlock | ServerToolResultBlock):
-        return own(item.provider_raw)
+        return own(item.provider_raw) or anthropic_block(item)
     if isinstance(item, OpaqueBlock):
         kept = own(item.provider_raw)
         return dict(kept["item"]) if kept and isinstance(kept.get("item"), Mapping) else None
@@ -316,7 +318,7 @@ class MessageStream(BlockWriter):
         return out + BLOCK_STOP % index
 
     def citation(self, item: CitationDelta) -> bytes:
-        cited = own(item.citation.provider_raw)
+        cited = own(item.citation.provider_raw) or anthropic_citation(item.citation, "")
         return self._delta(type="citations_delta", citation=cited) if cited else b""
 
     def _delta(self, **delta: Any) -> bytes:

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from metis.errors import AdapterError, ConfigError
+from metis.gateway.access import note_asked
 from metis.gateway.ahead import soon
 from metis.gateway.anthropic_api import check_version
 from metis.gateway.body import parse_body, read_raw
@@ -124,6 +125,7 @@ async def _answered(routed: Routed, api: str, request: Request) -> Answer:
     settings = gateway.settings
     raw = await read_raw(request, settings.max_request_bytes, settings.request_timeout_seconds)
     body = parse_body(raw)
+    note_asked(body)
     owner = owner_of(key)
     if api == "responses":  # reasoning items sent back by id, from the responses kept
         body, recalled_any = await recalled(gateway.stored, body, owner)
@@ -376,8 +378,7 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
     ]
     app = GatewayApp(
         first=_first(served),
-        tracer=config.tracer,
-        cors=config.settings.cors_origins,
+        config=config,
         routes=routes,
         lifespan=_lifespan(gateway, shared, state),
         exception_handlers=NOT_SERVED,

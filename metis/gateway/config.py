@@ -56,6 +56,9 @@ class GatewaySettings(BaseModel):
     pass_through: bool = True
     """Whether a request whose API is the routed model's own goes through as it came
     (metis.gateway.passthrough); off: every request is translated."""
+    access_log: bool = True
+    """A line per request as it ends, at INFO through the ``metis.gateway`` logger
+    (metis.gateway.access); off: none, and nothing noted for it."""
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     cors_origins: list[str] = Field(default_factory=list)
     """The origins (``https://app.example``, or ``*``) of the web pages that may call the

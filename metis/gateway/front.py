@@ -8,12 +8,15 @@ is Starlette's, as before."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
+
+if TYPE_CHECKING:
+    from metis.gateway.config import GatewayConfig
 
 FirstEndpoint = Callable[[Request], Awaitable[Any]]
 EXPOSED = (
@@ -30,28 +33,29 @@ EXPOSED = (
 
 class GatewayApp(Starlette):
     """Starlette's application, with ``first``: the POST endpoints by path served before its
-    router; ``tracer``: the OpenTelemetry tracer whose server spans wrap every request."""
+    router; from ``config``, its tracer (whose server spans wrap every request) and whether a
+    line is logged for each request as it ends (``access_log``: metis.gateway.access)."""
 
     def __init__(
-        self,
-        *,
-        first: dict[str, FirstEndpoint],
-        tracer: Any = None,
-        cors: Sequence[str] = (),
-        **settings: Any,
+        self, *, first: dict[str, FirstEndpoint], config: GatewayConfig, **settings: Any
     ) -> None:
         super().__init__(**settings)
         self.router.redirect_slashes = False  # a trailing slash is served as the path itself
         self.first = first
         front: Any = self._front
-        if tracer is not None:
+        if config.tracer is not None:
             from metis.gateway.tracing import ServerSpans
 
-            front = ServerSpans(front, tracer=tracer)
+            front = ServerSpans(front, tracer=config.tracer)
+        cors = config.settings.cors_origins
         if cors:  # the pages of these origins may call, and read the answers and their ids
             front = CORSMiddleware(
                 front, cors, ["GET", "POST", "DELETE"], ["*"], expose_headers=EXPOSED
             )
+        if config.settings.access_log:
+            from metis.gateway.access import AccessLog
+
+            front = AccessLog(front)
         self._served = front
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:

@@ -37,6 +37,7 @@ ADMIT_SECONDS = 5.0
 """The longest a request waits for its key to be admitted (one reply's wait of the gateway's
 Redis client, not its retries'); past it, the request is refused as when the store fails."""
 _SETTLE_FAILED = {"event": "metis.gateway.key_not_settled"}
+_MISPRICED = {"event": "metis.gateway.charge_refused"}
 
 
 class KeySpec(BaseModel):
@@ -168,6 +169,7 @@ class Keys:
         """``simple``: the simple key (``api_key_env``'s), which no entry may share."""
         self.ledger = MemoryLedger() if ledger is None else ledger
         self._by_digest: dict[str, KeyState] = {}
+        self._mispriced: set[str] = set()  # the models a reply of was priced below 0
         for spec in specs:
             found = spec.sha256 or ""
             if spec.key_env is not None:
@@ -252,6 +254,9 @@ class Keys:
     async def release(self, state: KeyState, model: str | None, usage: TokenUsage | None) -> None:
         """The request is over; what it used (None: nothing known) is charged to the key."""
         usd = price(model, usage) if model is not None and usage is not None else None
+        if usd is not None and model is not None and not (usd.is_finite() and usd >= 0):
+            self._refuse_charge(state, model, usd)
+            usd = None
         # a cancelled request still gives its place back; a store that does not answer holds
         # the answer's end no longer than SETTLE_SECONDS (the ledger owes what it missed)
         with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_SECONDS) as waited:
@@ -267,6 +272,22 @@ class Keys:
                 state.spec.name,
                 extra=_SETTLE_FAILED,
             )
+
+    def _refuse_charge(self, state: KeyState, model: str, usd: Decimal) -> None:
+        """A reply priced below 0 (or not a number) is a fault of the catalog's price or the
+        usage, never credit: not charged, and logged once per model for the operator."""
+        if model in self._mispriced:
+            return
+        self._mispriced.add(model)
+        log.error(
+            "gateway key %r: a reply of model %r was priced %s USD (a wrong catalog price or "
+            "usage): not charged, as a key's spend is never lowered; this model's further "
+            "such replies are not logged",
+            state.spec.name,
+            model,
+            format(usd, "f"),
+            extra=_MISPRICED,
+        )
 
     async def spent(self, name: str) -> Decimal | None:
         found = next((s for s in self._by_digest.values() if s.spec.name == name), None)

@@ -14,6 +14,7 @@ from typing import Any
 
 from metis.catalog.usage_cost import other_model
 from metis.errors import AdapterError, InvalidRequestError
+from metis.gateway.access import ACCESS
 from metis.gateway.errors import metric_class
 from metis.gateway.keys import Keys, given_keys, price
 from metis.model.response import TokenUsage
@@ -69,6 +70,8 @@ class Metrics:
         not given)."""
         where = (api, endpoint or MODEL_CALLS[api])
         self.requests[(*where, model, status)] += 1
+        if (line := ACCESS.get()) is not None:
+            line.api, line.model = api, model or line.model
         counts = self.durations.setdefault(where, [0] * len(BUCKETS))
         for index, bound in enumerate(BUCKETS):
             if seconds <= bound:
@@ -79,6 +82,9 @@ class Metrics:
     def error(self, api: str, error: AdapterError | str, endpoint: str = "") -> None:
         """A failed request, counted in ``error``'s class (:func:`metric_class`)."""
         self.errors[(api, endpoint or MODEL_CALLS[api], metric_class(error))] += 1
+        if (line := ACCESS.get()) is not None:
+            line.api = api
+            line.failed(error)
 
     def failed_attempt(self, model: str, error: AdapterError | str) -> None:
         """A route's attempt at ``model`` that failed before it answered."""
@@ -94,8 +100,11 @@ class Metrics:
             self.tokens[(name, "input")] += other.usage.total_input_tokens
             self.tokens[(name, "output")] += other.usage.output_tokens
         usd = price(model, usage)
-        if usd is not None:
+        if usd is not None and usd.is_finite() and usd >= 0:  # a counter never goes down
             self.cost[model] = self.cost.get(model, Decimal(0)) + usd
+        if (line := ACCESS.get()) is not None:
+            line.served, line.usd = model, usd
+            line.tokens_in, line.tokens_out = usage.total_input_tokens, usage.output_tokens
 
     def render(self) -> str:
         requests = [

@@ -22,6 +22,7 @@ from metis.gateway.responses_items import (
     own,
     reasoning_item,
     response_object,
+    server_item,
     summarized,
     text_item,
 )
@@ -31,6 +32,8 @@ from metis.model.content import OpaqueBlock
 from metis.model.events import (
     CitationDelta,
     MessageComplete,
+    ServerToolCall,
+    ServerToolResult,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -39,6 +42,7 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.response import StopKind, StopReason
+from metis.model.server_tools import ServerToolCallBlock
 
 DELTA_HEAD = (
     b'event: %s\ndata: {"type":"%s","sequence_number":%d,"item_id":%s,"output_index":%d%s,"delta":'
@@ -79,6 +83,7 @@ class ResponseStream(BlockWriter):
         self.cited: list[dict[str, Any]] = []  # its annotations so far
         self.item_id = b""  # its id, as JSON
         self.final: dict[str, Any] | None = None  # the response it ended with
+        self.calls: dict[str, ServerToolCallBlock] = {}  # server calls awaiting their result
 
     def _emit(self, kind: str, **fields: Any) -> bytes:
         out = event(kind, {"type": kind, "sequence_number": self.sequence, **fields})
@@ -199,12 +204,27 @@ class ResponseStream(BlockWriter):
         index = self.blocks - 1
         return out + self._emit("response.output_item.done", output_index=index, item=done)
 
+    def server_call(self, item: ServerToolCall) -> bytes:
+        """A server tool's call: the API's own item at once; another provider's with its
+        result, when that comes."""
+        found = server_item(item.block, None) if own(item.block.provider_raw) else None
+        if found is None:
+            self.calls[item.block.id] = item.block
+        return self.whole(found) if found else b""
+
+    def server_result(self, item: ServerToolResult) -> bytes:
+        call = self.calls.pop(item.block.tool_call_id, None)
+        found = server_item(call, item.block) if call is not None else None
+        return self.whole(found) if found else b""
+
     def kept(self, block: OpaqueBlock) -> bytes:
-        """An item only the Responses API makes, with its progress: a hosted tool's call (a
-        web search, code run), or an item that comes whole (a compaction item)."""
+        """An item only the Responses API makes (a compaction item), whole."""
         item = (own(block.provider_raw) or {}).get("item")
-        if not isinstance(item, dict):
-            return b""
+        return self.whole(item) if isinstance(item, dict) else b""
+
+    def whole(self, item: dict[str, Any]) -> bytes:
+        """An item that comes whole, with its progress: a hosted tool's call (a web search, a
+        code run), or any other (a compaction item)."""
         out = self._started() + self._close()
         index, self.blocks = self.blocks, self.blocks + 1
         where = {"item_id": item["id"], "output_index": index}

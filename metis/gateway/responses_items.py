@@ -11,6 +11,7 @@ from typing import Any
 from metis.gateway.chat_write import openai_tier
 from metis.gateway.inbound import Inbound
 from metis.gateway.reasoning_items import encrypted, reasoning_id, with_text
+from metis.gateway.server_written import responses_item
 from metis.gateway.sse import dumps, new_id, now
 from metis.model.block import ProviderRaw
 from metis.model.citation import Citation
@@ -23,6 +24,7 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.response import StopKind, StopReason, TokenUsage
+from metis.model.server_tools import ServerToolCallBlock, ServerToolResultBlock
 
 RESPONSES = "openai_responses"
 Ids = Callable[[str], str]
@@ -134,7 +136,23 @@ def output_items(
             items.append(call_item(block.id, block.name, arguments, "completed", fc_id))
         elif isinstance(block, OpaqueBlock) and (kept := own(block.provider_raw)):
             items.append(kept["item"])  # a hosted tool's call, a compaction item
+        elif isinstance(block, ServerToolCallBlock) and (item := server_item(block, content)):
+            items.append(item)
     return items
+
+
+def server_item(
+    call: ServerToolCallBlock, content: list[ContentBlock] | ServerToolResultBlock | None
+) -> dict[str, Any] | None:
+    """A server tool's call as its output item: the API's own as it came, another provider's
+    written with its result (``content``: the reply's blocks, or the result itself)."""
+    kept = own(call.provider_raw)
+    if kept is not None:
+        return kept.get("item") if isinstance(kept.get("item"), dict) else None
+    if isinstance(content, list):
+        found = (b for b in content if isinstance(b, ServerToolResultBlock))
+        content = next((b for b in found if b.tool_call_id == call.id), None)
+    return responses_item(call, content)
 
 
 ECHO_SAMPLING = ("parallel_tool_calls", "temperature", "top_p")

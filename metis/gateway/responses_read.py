@@ -37,6 +37,7 @@ from metis.gateway.openai_tools import (
 )
 from metis.gateway.provenance import restored
 from metis.gateway.reasoning_items import asks_encrypted, read_reasoning
+from metis.gateway.server_tools import LABELS, responses_tool, unmapped_options
 from metis.gateway.unread import responses_unread
 from metis.histories.blocks import opaque, stored
 from metis.histories.files import from_chat_audio, split_data_url
@@ -115,12 +116,7 @@ def read_responses(
         raise InvalidRequestError("instructions: expected a string")
     if instructions:
         fields["system_prompt"] = instructions
-    tools = _tools(body.get("tools"), ignored)
-    fields.update(
-        tool_and_sampling_fields(
-            body, tools, responses_tool_choice(body.get("tool_choice"), ignored)
-        )
-    )
+    labels = _tool_fields(body, ignored, fields)
     reasoning = body.get("reasoning")
     effort = reasoning.get("effort") if isinstance(reasoning, Mapping) else None
     if (thinking := effort_thinking(effort, "reasoning.effort")) is not None:
@@ -140,7 +136,7 @@ def read_responses(
     options.update(previous_response_id=previous, store=flag(body, "store", True))
     options["encrypted_reasoning"] = asks_encrypted(body.get("include"), ignored)
     options.update(tools=body.get("tools") or [], max_output_tokens=body.get("max_output_tokens"))
-    options["limit_field"] = "max_output_tokens"
+    options.update(limit_field="max_output_tokens", **{LABELS: labels})
     return Inbound(
         model=model,
         messages=messages,
@@ -314,7 +310,22 @@ def _output_text(raw: Any, where: str) -> str:
     raise InvalidRequestError(f"{where}: expected a string or a list of parts")
 
 
-def _tools(raw: Any, ignored: list[str]) -> list[Any]:
+def _tool_fields(body: Mapping[str, Any], ignored: list[str], fields: dict[str, Any]) -> list[str]:
+    """The tools, the tool choice and sampling into ``fields``; how each server tool is named
+    when the model cannot take it."""
+    server: dict[str, Any] = {}
+    tools = _tools(body.get("tools"), ignored, server)
+    if server:
+        fields["server_tools"] = list(server.values())
+    choice = responses_tool_choice(body.get("tool_choice"), ignored)
+    fields.update(tool_and_sampling_fields(body, tools, choice))
+    return list(server)
+
+
+def _tools(raw: Any, ignored: list[str], server: dict[str, Any]) -> list[Any]:
+    """The function and custom tools; the hosted tools metis has a form for in ``server``
+    (metis.gateway.server_tools), by how each is named when the model cannot take it, and the
+    others named in ``ignored``."""
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -326,7 +337,12 @@ def _tools(raw: Any, ignored: list[str]) -> list[Any]:
             tools.append(custom_tool(tool, f"tools[{i}]"))
             continue
         if tool.get("type") != "function":
-            ignored.append(f"tools[{i}] ({str(tool.get('type'))[:40]})")
+            label = f"tools[{i}] ({str(tool.get('type'))[:40]})"
+            if (declared := responses_tool(tool, f"tools[{i}]")) is not None:
+                server[label] = declared
+                ignored.extend(unmapped_options(tool, f"tools[{i}]"))
+            else:
+                ignored.append(label)
             continue
         schema = tool.get("parameters")
         tools.append(

@@ -26,6 +26,7 @@ from metis.gateway import (
     responses_api,
     responses_items,
 )
+from metis.gateway.access import ACCESS
 from metis.gateway.ahead import Ahead
 from metis.gateway.begun import begun
 from metis.gateway.config import GatewayConfig
@@ -47,6 +48,7 @@ from metis.gateway.reported import dropped_headers as dropped_headers  # the end
 from metis.gateway.reported import log_dropped as log_dropped
 from metis.gateway.reported import warnings_of
 from metis.gateway.responses_read import read_responses
+from metis.gateway.server_fit import ServerTools
 from metis.gateway.sse import BlockWriter, new_id
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore
 from metis.model.content import Message, ProviderRaw, Role
@@ -118,6 +120,7 @@ class Gateway:
             config.settings.stored_responses
         )
         self.metrics = Metrics()
+        self.server_tools = ServerTools()
 
     async def aclose(self) -> None:
         await self.models.aclose()
@@ -136,6 +139,8 @@ class Gateway:
                 return None
             found = self.keys.find(given)
             if found is not None:
+                if (line := ACCESS.get()) is not None:
+                    line.key = found.spec.name
                 return found
         raise GatewayAuthError("invalid or missing API key for this gateway")
 
@@ -162,6 +167,8 @@ class Gateway:
             else self.models.resolve(inbound.model)
         )
         limit, changes, dropped = project(inbound, target.capabilities)
+        if inbound.fields.get("server_tools"):
+            changes["server_tools"] = await self.server_tools.fitted(inbound, target, dropped)
         if isinstance(target.chat_model, Adapter):  # decided as the adapter would (no copy)
             streams = target.chat_model.capabilities.supports_streaming
             changes["stream"] = inbound.stream and streams

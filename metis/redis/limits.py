@@ -13,14 +13,15 @@ which every worker shares whatever its own clock says (:mod:`metis.redis.server_
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 from metis.core.options import checked_init
 from metis.redis.server_clock import NOW, given_time
 
-# ARGV: now (empty: the server's), per_minute, amount, max_wait (-1: no check, just add
-# -amount), ttl
+# ARGV: now (empty: the server's), per_minute, amount, max_wait (empty: no check, just add
+# -amount; a wait over it takes nothing and is returned), ttl
 _SCRIPT = (
     NOW
     + """
@@ -30,7 +31,7 @@ local amount, max_wait = tonumber(ARGV[3]), tonumber(ARGV[4])
 local level, stamp = tonumber(h[1] or ARGV[2]), tonumber(h[2]) or now
 level = math.min(size, level + math.max(0, now - stamp) * size / 60)
 local wait = 0
-if max_wait >= 0 then
+if max_wait then
   wait = math.max(0, math.min(amount, size) - level) * 60 / size
   if wait > max_wait then return {0, tostring(wait)} end
   level = level - amount
@@ -64,20 +65,21 @@ class RedisBuckets:
     async def reserve(
         self, name: str, per_minute: float, amount: float, max_wait: float
     ) -> float | None:
-        taken, wait = await self._run(name, per_minute, amount, max(0.0, max_wait))
-        return float(wait) if taken else None
+        most = min(max(max_wait, -1.0), 1e12)  # an unbounded wait, as Lua reads a number
+        taken, wait = await self._run(name, per_minute, amount, repr(most))
+        # the script's verdict holds over its wait, which it writes to 14 digits
+        return min(wait, max_wait) if taken else max(wait, math.nextafter(max_wait, math.inf))
 
     async def give_back(self, name: str, per_minute: float, amount: float) -> None:
-        await self._run(name, per_minute, -amount, -1.0)
+        await self._run(name, per_minute, -amount, "")
 
     async def _run(
-        self, name: str, per_minute: float, amount: float, max_wait: float
-    ) -> tuple[int, str]:
-        max_wait = min(max_wait, 1e12)  # an unbounded wait, as Lua reads a number
-        args = [given_time(self.clock), repr(per_minute), repr(amount), repr(max_wait), 120]
+        self, name: str, per_minute: float, amount: float, max_wait: str
+    ) -> tuple[bool, float]:
+        args = [given_time(self.clock), repr(per_minute), repr(amount), max_wait, 120]
         reply = await self._script(keys=[self.prefix + name], args=args)
         wait = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
-        return int(reply[0]), wait
+        return bool(int(reply[0])), float(wait)
 
 
 # ARGV: now (empty: the server's), limit, lease seconds, holder, ttl

@@ -63,8 +63,9 @@ class Buckets(Protocol):
     async def reserve(
         self, name: str, per_minute: float, amount: float, max_wait: float
     ) -> float | None:
-        """Take ``amount``; the seconds to wait before using it, or None (nothing taken) when
-        that would be more than ``max_wait``."""
+        """Take ``amount``; the seconds to wait before using it. A wait over ``max_wait`` (any,
+        when it is below 0) takes nothing: it is the time until the bucket would give
+        ``amount``, its debt paid. None: nothing taken, the wait not known."""
         ...
 
     async def give_back(self, name: str, per_minute: float, amount: float) -> None:
@@ -113,7 +114,7 @@ class InMemoryBuckets:
         bucket = self._refilled(name, per_minute)
         wait = bucket_wait(bucket.level, per_minute, amount)
         if wait > max_wait:
-            return None
+            return wait
         bucket.level -= amount
         return wait
 
@@ -206,14 +207,9 @@ class Limiter:
                 borrower = object()  # not the task: a stream may be read from several tasks
                 await self._slot(deadline, borrower)
                 stack.callback(self._limiter().release_on_behalf_of, borrower)
-            request_wait = await self._take("requests", 1, deadline)
+            wait = await self._take_both(estimate, deadline)
             try:
-                token_wait = await self._take("tokens", estimate, deadline)
-            except RateLimitError:
-                await self._give_back("requests", 1)
-                raise
-            try:
-                await anyio.sleep(max(request_wait, token_wait))
+                await anyio.sleep(wait)
             except BaseException:  # cancelled while waiting its turn: it used nothing
                 await self._give_back("requests", 1)
                 await self._give_back("tokens", estimate)
@@ -269,19 +265,36 @@ class Limiter:
             self._slots = anyio.CapacityLimiter(self.limits.max_concurrent or 1)
         return self._slots
 
-    async def _take(self, what: str, amount: int, deadline: float) -> float:
+    async def _take_both(self, estimate: int, deadline: float) -> float:
+        """Reserve one request and ``estimate`` tokens; the seconds to wait before the call.
+        A refusal tells the wait until both buckets would admit it (a token bucket in debt
+        may make it longer than the refusing bucket's)."""
+        max_wait = 0.0 if self.limits.on_limit == "fail" else deadline - anyio.current_time()
+        taken, request_wait = await self._reserve("requests", 1, max_wait, deadline)
+        if not taken:
+            _, token_wait = await self._reserve("tokens", estimate, -1.0, deadline)
+            raise self._refused("requests per minute", max(request_wait, token_wait))
+        taken, token_wait = await self._reserve("tokens", estimate, max_wait, deadline)
+        if not taken:
+            await self._give_back("requests", 1)
+            raise self._refused("tokens per minute", max(request_wait, token_wait))
+        return max(request_wait, token_wait)
+
+    async def _reserve(
+        self, what: str, amount: int, max_wait: float, deadline: float
+    ) -> tuple[bool, float]:
+        """Whether the bucket gave ``amount`` (a limit not set gives it at once), and the
+        seconds to wait for it; a ``max_wait`` below 0 takes nothing and tells the wait."""
         per_minute = self._per_minute(what)
         if per_minute is None:
-            return 0.0
-        max_wait = 0.0 if self.limits.on_limit == "fail" else deadline - anyio.current_time()
+            return True, 0.0
         name = f"{self.key}:{what}"
         wait = await self.bucket_store.run(
             lambda b: b.reserve(name, per_minute, amount, max_wait), deadline
         )
-        if wait is None:
-            retry_after = bucket_wait(0.0, per_minute, amount)
-            raise self._refused(f"{what} per minute", retry_after)
-        return wait
+        if wait is None:  # a Buckets that does not tell its wait: at least the amount's
+            return False, 0.0 if max_wait < 0 else bucket_wait(0.0, per_minute, amount)
+        return wait <= max_wait, float(wait)
 
     def _refused(self, what: str, retry_after: float | None) -> RateLimitError:
         how = "at once" if self.limits.on_limit == "fail" else "before the call's deadline"

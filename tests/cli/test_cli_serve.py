@@ -231,16 +231,50 @@ def test_a_workers_log_lines_are_written_as_one_process_writes_them(
     config = tmp_path / "models.yaml"
     config.write_text("adapters: {}\nmodels: {}\n")
     monkeypatch.setenv("METIS_GATEWAY_CONFIG", str(config))
-    logger = logging.getLogger("metis")
-    before = list(logger.handlers)
+    loggers = [logging.getLogger("metis"), logging.getLogger("metis.gateway")]
+    before = [(list(logger.handlers), logger.level) for logger in loggers]
     try:
         worker_app()
         record = {"event": "metis.gateway.dropped"}
         logging.getLogger("metis.gateway").warning("left out: n", extra=record)
     finally:
-        logger.handlers[:] = before
+        for logger, (handlers, level) in zip(loggers, before, strict=True):
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
         gc.unfreeze()
     assert capsys.readouterr().err == "metis: warning: [metis.gateway.dropped] left out: n\n"
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_each_worker_writes_the_access_lines_unless_turned_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], on: bool
+) -> None:
+    """``gateway.access_log`` (on by default): each worker writes the gateway's line per
+    request (INFO) beside its warnings; off, it writes none."""
+    import gc
+    import logging
+
+    from metis.cli.serve import worker_app
+
+    config = tmp_path / "models.yaml"
+    config.write_text(f"adapters: {{}}\nmodels: {{}}\ngateway: {{access_log: {str(on).lower()}}}\n")
+    monkeypatch.setenv("METIS_GATEWAY_CONFIG", str(config))
+    loggers = [logging.getLogger("metis"), logging.getLogger("metis.gateway")]
+    before = [(list(logger.handlers), logger.level) for logger in loggers]
+    try:
+        worker_app()
+        gateway = logging.getLogger("metis.gateway")
+        gateway.info("GET /health status=200", extra={"event": "metis.gateway.access"})
+        gateway.warning("left out: n", extra={"event": "metis.gateway.dropped"})
+    finally:
+        for logger, (handlers, level) in zip(loggers, before, strict=True):
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+        gc.unfreeze()
+    access = "metis: info: [metis.gateway.access] GET /health status=200\n" if on else ""
+    assert (
+        capsys.readouterr().err == access + "metis: warning: [metis.gateway.dropped] left out: n\n"
+    )
 
 
 @pytest.mark.slow  # it waits out a stalled stream

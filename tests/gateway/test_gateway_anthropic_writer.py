@@ -53,6 +53,17 @@ def foreign_citation() -> Citation:
     return Citation(kind="url", url="https://b", provider_raw=raw)
 
 
+FOREIGN_CITED = {
+    "type": "web_search_result_location",
+    "url": "https://b",
+    "title": None,
+    "cited_text": "",
+    "encrypted_index": "",
+}
+"""Another provider's citation of a web page, as Anthropic writes one (its index is
+Anthropic's own: none)."""
+
+
 def test_a_whole_message_keeps_anthropics_own_blocks_and_citations() -> None:
     text = TextBlock(text="A says so.", citations=[citation(CITED), foreign_citation()])
     foreign = opaque("compaction", COMPACTION, "openai")
@@ -72,7 +83,7 @@ def test_a_whole_message_keeps_anthropics_own_blocks_and_citations() -> None:
         COMPACTION,
         CALL,
         RESULT,
-        {"type": "text", "text": "A says so.", "citations": [CITED]},
+        {"type": "text", "text": "A says so.", "citations": [CITED, FOREIGN_CITED]},
     ]
     assert message["usage"] == {
         "input_tokens": 10,
@@ -139,6 +150,7 @@ def test_a_stream_writes_server_tools_citations_and_a_kept_block() -> None:
         (1, {"type": "input_json_delta", "partial_json": ""}),
         (1, {"type": "input_json_delta", "partial_json": '{"q":"x"}'}),  # whole, at its end
         (3, {"type": "citations_delta", "citation": CITED}),
+        (3, {"type": "citations_delta", "citation": FOREIGN_CITED}),
         (3, {"type": "text_delta", "text": "A says so."}),
     ]
     stops = [d["index"] for n, d in got if n == "content_block_stop"]

@@ -48,6 +48,7 @@ from metis.model.events import (
 )
 from metis.model.request import ThinkingConfig
 from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
+from metis.model.server_tools import WebSearch
 
 
 def test_an_anthropic_request_reads_into_the_canonical_form() -> None:
@@ -90,7 +91,9 @@ def test_an_anthropic_request_reads_into_the_canonical_form() -> None:
     assert inbound.fields["thinking"] == ThinkingConfig(budget_tokens=2048)
     # cache_control is Anthropic's own: the routed stack's cache policy marks the request
     assert inbound.fields["top_k"] == 3  # the canonical request's own: sent where taken
-    assert inbound.ignored == ["tools[1] (web_search_20250305)", "system[0].cache_control"]
+    # a server tool metis has a form for: kept, and left out where the model has none
+    assert inbound.fields["server_tools"] == [WebSearch()]
+    assert inbound.ignored == ["system[0].cache_control"]
 
 
 def test_foreign_tool_ids_get_one_canonical_id_per_request() -> None:

@@ -332,3 +332,61 @@ async def test_stored_responses_and_the_model_list_are_requests_of_the_key_never
             assert spent.status_code in (200, 404), (path, spent.text)
         state = app.state.gateway.keys.find("slow-key")
         assert state.in_flight == 0  # every place given back
+
+
+@pytest.mark.anyio
+@pytest.mark.backend_independent(False)
+@pytest.mark.parametrize("store", ["memory", "redis"])
+@pytest.mark.parametrize("budget", [None, Decimal(5)], ids=["unbudgeted", "budgeted"])
+async def test_a_negative_charge_never_lowers_a_keys_spend_and_is_logged_once(
+    store: str,
+    budget: Decimal | None,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A reply priced below 0 (a wrong catalog price or usage) is a data fault: the key's
+    spend is not lowered (a budget would be given back what was spent), and the operator is
+    told once per model, not once a request."""
+    from contextlib import AsyncExitStack
+
+    from metis.core.ids import new_ulid
+    from metis.gateway.app import redis_client
+    from metis.gateway.keys_redis import RedisLedger
+
+    prices = {"good": Decimal("1.5"), "bad": Decimal("-0.75")}
+    monkeypatch.setattr("metis.gateway.keys.price", lambda model, usage: prices[model])
+    usage = TokenUsage(input_tokens=10, output_tokens=5)
+    async with AsyncExitStack() as stack:
+        ledger = None
+        if store == "redis":
+            client = await stack.enter_async_context(
+                redis_client(request.getfixturevalue("redis_url"))
+            )
+            ledger = RedisLedger(client, prefix=f"test:{new_ulid()}:")
+        keys = Keys([KeySpec(name="team", sha256=digest("k1"), budget_usd=budget)], {}, ledger)
+        state = keys.find("k1")
+        assert state is not None
+        caplog.set_level("ERROR", logger="metis.gateway")
+        for model in ["good", "bad", "bad", "good", "bad"]:
+            await keys.admit(state, model)
+            await keys.release(state, model, usage)
+        assert await keys.spent("team") == Decimal(3)
+    said = [r.getMessage() for r in caplog.records if r.name == "metis.gateway"]
+    assert len(said) == 1, said
+    assert "'team'" in said[0] and "'bad'" in said[0] and "-0.75" in said[0]
+
+
+def test_a_reply_priced_below_0_does_not_lower_the_cost_counter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``metis_gateway_cost_usd_total`` is a counter: a wrong price below 0 leaves it as it
+    was (Prometheus reads a counter that goes down as one reset)."""
+    from metis.gateway.metrics import Metrics
+
+    priced = iter([Decimal("1.5"), Decimal("-0.75"), Decimal("1.5")])
+    monkeypatch.setattr("metis.gateway.metrics.price", lambda model, usage: next(priced))
+    metrics = Metrics()
+    for _ in range(3):
+        metrics.usage("m", TokenUsage(input_tokens=1, output_tokens=1))
+    assert metrics.cost == {"m": Decimal(3)}

@@ -87,8 +87,9 @@ def test_anthropic_names_what_it_leaves_out_inside_and_nothing_it_maps() -> None
         "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
         "thinking": {"type": "enabled", "budget_tokens": 1024},
     }
+    body["tools"].append({"type": "bash_20250124", "name": "bash"})
     assert read_messages(body).ignored == [
-        "tools[1] (web_search_20250305)",  # a server tool: named whole, not looked into
+        "tools[2] (bash_20250124)",  # a server tool metis has no form for: named whole
         "system[0].cache_control",
         "messages[0].content[2].zzz",
         "messages[1].content[1].caller",

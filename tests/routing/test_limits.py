@@ -126,13 +126,13 @@ async def test_a_call_larger_than_the_whole_token_bucket_goes_once_it_is_full_an
     with pytest.raises(RateLimitError):
         async with limiter.admit(10):
             pass
-    assert await buckets.reserve("openai:tokens", 1000, 10, 240) is None  # in debt: 4000
+    assert await buckets.reserve("openai:tokens", 1000, 10, 240) == pytest.approx(240.6)  # debt
     clock.now += 241  # 4010 tokens refilled
     async with limiter.admit(10):
         pass
     clock.now += 60  # full again
     assert await buckets.reserve("openai:tokens", 1000, 5000, 0) == 0.0
-    assert await buckets.reserve("openai:tokens", 1000, 5000, 10) is None  # not full: waits
+    assert await buckets.reserve("openai:tokens", 1000, 5000, 10) == 300.0  # full after debt
 
 
 @pytest.mark.anyio
@@ -143,7 +143,7 @@ async def test_reported_usage_corrects_the_estimate() -> None:
     async with limiter.admit(100) as admitted:
         await admitted.settle(TokenUsage(input_tokens=450, output_tokens=150))
     # 1000 - 600 really used: 400 left, not the 900 the estimate alone would leave
-    assert await buckets.reserve("anthropic:tokens", 1000, 401, 0) is None
+    assert await buckets.reserve("anthropic:tokens", 1000, 401, 0) == pytest.approx(0.06)
     assert await buckets.reserve("anthropic:tokens", 1000, 400, 0) == 0.0
     clock.now += 6  # refills 100
     assert await buckets.reserve("anthropic:tokens", 1000, 100, 0) == 0.0
@@ -183,7 +183,7 @@ async def test_redis_buckets_are_corrected_by_usage(redis_port: int, redis_prefi
         buckets = RedisBuckets(client, prefix=redis_prefix, clock=clock)
         assert await buckets.reserve("t", 1000, 100, 0) == 0.0
         await buckets.give_back("t", 1000, -500)  # really used 600
-        assert await buckets.reserve("t", 1000, 401, 0) is None
+        assert await buckets.reserve("t", 1000, 401, 0) == pytest.approx(0.06)
         assert await buckets.reserve("t", 1000, 401, 10) == pytest.approx(0.06)
 
 
@@ -221,7 +221,7 @@ async def test_the_router_corrects_the_token_bucket_with_the_reply_usage(
         usage = (await route.complete(ask())).usage
     used = usage.total_input_tokens + usage.output_tokens
     name = f"{MODELS['gemini']}:tokens"
-    assert await buckets.reserve(name, 100_000, 100_000 - used + 1, 0) is None
+    assert await buckets.reserve(name, 100_000, 100_000 - used + 1, 0) > 0  # refused: a wait
     assert await buckets.reserve(name, 100_000, 100_000 - used, 0) == 0.0
 
 
@@ -302,3 +302,59 @@ async def test_a_dead_workers_slot_expires(redis_port: int, redis_prefix: str) -
                 pass
         clock.now += 31
         assert await slots.take("s:slots", 1, "alive", lease_seconds=30)
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def debt_buckets(request: pytest.FixtureRequest, redis_prefix: str):
+    """A clock and buckets on it, in this process or in a real redis-server."""
+    clock = Clock()
+    if request.param == "memory":
+        yield clock, InMemoryBuckets(clock=clock)
+        return
+    port = request.getfixturevalue("redis_port")
+    async with coredis.Redis(port=port) as client:
+        yield clock, RedisBuckets(client, prefix=redis_prefix, clock=clock)
+
+
+async def refused_wait(limiter: Limiter, estimate: int) -> float:
+    with pytest.raises(RateLimitError) as refused:
+        async with limiter.admit(estimate):
+            pass
+    assert refused.value.retry_after_seconds is not None
+    return refused.value.retry_after_seconds
+
+
+@pytest.mark.anyio
+async def test_a_bucket_in_debt_tells_the_wait_until_the_call_would_be_admitted(
+    debt_buckets: tuple[Clock, InMemoryBuckets | RedisBuckets],
+) -> None:
+    """A reply's usage is charged after it ends, so the bucket may owe more than it holds: the
+    wait told is until the debt is paid and the call's tokens refilled, not the tokens' alone
+    (a caller told that retried, was refused again, and again)."""
+    clock, buckets = debt_buckets
+    limiter = Limiter("openai", Limits(tokens_per_minute=1000, on_limit="fail"), buckets)
+    async with limiter.admit(100) as admitted:  # the reply really used 5000
+        await admitted.settle(TokenUsage(input_tokens=1000, output_tokens=4000))
+    told = await refused_wait(limiter, 10)
+    assert told == pytest.approx((4000 + 10) * 60 / 1000)
+    clock.now += told - 1.0
+    assert await refused_wait(limiter, 10) == pytest.approx(1.0)
+    clock.now += 1.0
+    async with limiter.admit(10):
+        pass
+
+
+@pytest.mark.anyio
+async def test_a_refusal_for_requests_tells_the_longer_wait_of_the_tokens_in_debt(
+    debt_buckets: tuple[Clock, InMemoryBuckets | RedisBuckets],
+) -> None:
+    clock, buckets = debt_buckets
+    limits = Limits(requests_per_minute=1, tokens_per_minute=1000, on_limit="fail")
+    limiter = Limiter("openai", limits, buckets)
+    async with limiter.admit(5000):  # larger than the bucket: goes when full, 4000 in debt
+        pass
+    told = await refused_wait(limiter, 10)  # the request's wait is 60 s
+    assert told == pytest.approx((4000 + 10) * 60 / 1000)
+    clock.now += told
+    async with limiter.admit(10):
+        pass

@@ -1,0 +1,117 @@
+"""Another provider's server tool calls and results, and its web citations, written in the
+caller's API (docs/gateway.md, "Server tools"): Anthropic's ``server_tool_use`` and
+``*_tool_result`` blocks and ``web_search_result_location`` citations; Responses'
+``web_search_call`` and ``code_interpreter_call`` items. A provider's own blocks go back as it
+wrote them (the writers' ``own``); these are for the others'. What an API has no block for (a
+tool of another name) is left out, as the library leaves out what a provider cannot take.
+Sources: anthropic-sdk-python ``server_tool_use_block``, ``web_search_tool_result_block``,
+``web_fetch_tool_result_block``, ``code_execution_tool_result_block``,
+``citations_web_search_result_location``; openai-python
+``responses/response_function_web_search.py``,
+``responses/response_code_interpreter_tool_call.py``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from metis.model.citation import Citation
+from metis.model.server_tools import (
+    CODE_EXECUTION,
+    WEB_FETCH,
+    WEB_SEARCH,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
+)
+
+_NOT_ID = re.compile(r"[^A-Za-z0-9_]")
+_ANTHROPIC_NAMES = (WEB_SEARCH, WEB_FETCH, CODE_EXECUTION)
+
+
+def anthropic_id(given: str) -> str:
+    """A server call's id as Anthropic writes one (``srvtoolu_``), the same for its result."""
+    if given.startswith("srvtoolu_"):
+        return given
+    return "srvtoolu_" + _NOT_ID.sub("_", given)[:64]
+
+
+def anthropic_block(item: ServerToolCallBlock | ServerToolResultBlock) -> dict[str, Any] | None:
+    """Another provider's server call or result as Anthropic's block (None: no such block)."""
+    if item.name not in _ANTHROPIC_NAMES:
+        return None
+    if isinstance(item, ServerToolCallBlock):
+        given = item.input
+        if item.name == CODE_EXECUTION:
+            given = {"code": str(given.get("code") or "")}
+        elif "query" in given:
+            given = {"query": given["query"]}
+        return {"type": "server_tool_use", "id": anthropic_id(item.id), "name": item.name,
+                "input": given}  # fmt: skip
+    written = {"type": f"{item.name}_tool_result", "tool_use_id": anthropic_id(item.tool_call_id)}
+    if item.error is not None:
+        failed = {"type": f"{written['type']}_error", "error_code": item.error}
+        return {**written, "content": failed}
+    return {**written, "content": _anthropic_content(item)}
+
+
+def _anthropic_content(item: ServerToolResultBlock) -> Any:
+    found = item.search_results or []
+    if item.name == WEB_SEARCH:
+        return [
+            {"type": "web_search_result", "url": r.url, "title": r.title or r.url,
+             "encrypted_content": "", "page_age": r.page_age}
+            for r in found
+        ]  # fmt: skip
+    if item.name == WEB_FETCH:
+        page = found[0] if found else None
+        source = {"type": "text", "media_type": "text/plain", "data": (page and page.snippet) or ""}
+        document = {"type": "document", "source": source, "title": page and page.title}
+        return {"type": "web_fetch_result", "url": page.url if page else "", "content": document}
+    ran = item.code_output
+    return {
+        "type": "code_execution_result",
+        "stdout": ran.stdout if ran else "",
+        "stderr": ran.stderr if ran else "",
+        "return_code": ran.exit_code if ran and ran.exit_code is not None else 0,
+        "content": [{"type": "code_execution_output", "file_id": f} for f in ran.files]
+        if ran
+        else [],
+    }
+
+
+def anthropic_citation(cited: Citation, text: str) -> dict[str, Any] | None:
+    """Another provider's citation of a web page as Anthropic's; None for any other kind."""
+    if cited.kind != "url" or not cited.url:
+        return None
+    quoted = cited.cited_text or (text[cited.span.start : cited.span.end] if cited.span else "")
+    return {"type": "web_search_result_location", "url": cited.url, "title": cited.title,
+            "cited_text": quoted[:150], "encrypted_index": ""}  # fmt: skip
+
+
+def responses_item(
+    call: ServerToolCallBlock, result: ServerToolResultBlock | None
+) -> dict[str, Any] | None:
+    """Another provider's server call and its result as a Responses output item (None: the
+    API has no item for it)."""
+    status = "failed" if result is not None and result.error is not None else "completed"
+    suffix = _NOT_ID.sub("_", call.id)[:64]
+    if call.name == WEB_SEARCH:
+        found = (result.search_results if result is not None else None) or []
+        action: dict[str, Any] = {"type": "search", "query": str(call.input.get("query") or "")}
+        action["sources"] = [{"type": "url", "url": r.url} for r in found]
+        return {"id": f"ws_{suffix}", "type": "web_search_call", "status": status, "action": action}
+    if call.name != CODE_EXECUTION:
+        return None
+    ran = result.code_output if result is not None else None
+    outputs: list[dict[str, Any]] = []
+    if ran is not None and (ran.stdout or ran.stderr):
+        outputs.append({"type": "logs", "logs": ran.stdout + ran.stderr})
+    outputs += [{"type": "image", "url": f} for f in (ran.files if ran else [])]
+    return {
+        "id": f"ci_{suffix}",
+        "type": "code_interpreter_call",
+        "status": status,
+        "code": str(call.input.get("code") or ""),
+        "container_id": str(call.input.get("container_id") or ""),
+        "outputs": outputs,
+    }
