@@ -14,18 +14,22 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.requests import Request
 
+from metis.gateway.collector import Collector
+
 FirstEndpoint = Callable[[Request], Awaitable[Any]]
 
 
 class GatewayApp(Starlette):
     """Starlette's application, with ``first``: the POST endpoints by path served before its
-    router; ``tracer``: the OpenTelemetry tracer whose server spans wrap every request."""
+    router; ``tracer``: the OpenTelemetry tracer whose server spans wrap every request. Its
+    ``collector`` is told when each of those calls arrives and when it has its answer."""
 
     def __init__(
         self, *, first: dict[str, FirstEndpoint], tracer: Any = None, **settings: Any
     ) -> None:
         super().__init__(**settings)
         self.first = first
+        self.collector = Collector()
         front: Any = self._front
         if tracer is not None:
             from metis.gateway.tracing import ServerSpans
@@ -41,7 +45,12 @@ class GatewayApp(Starlette):
             endpoint = self.first.get(scope["path"])
             if endpoint is not None:
                 scope["app"] = self
-                answer = await endpoint(Request(scope, receive, send))
+                collector = self.collector
+                collector.arrived()
+                try:
+                    answer = await endpoint(Request(scope, receive, send))
+                finally:
+                    collector.answered()
                 await answer(scope, receive, send)
                 return
         await super().__call__(scope, receive, send)
