@@ -8,7 +8,9 @@ request's first byte waits for the pass, and its wait is the tail of the first-b
 automatic collector is off and :class:`Collector` runs the same passes (the same
 generations, on the same thresholds) itself, once no model call is between its arrival and
 its answer. When model calls overlap so that none ever is, a pass runs as a call arrives once
-the count is ``CEILING`` times the threshold, so the memory held in cycles stays bounded.
+the count is ``CEILING`` times the threshold, so the memory held in cycles stays bounded; a
+request of another kind (a health check, a path not served) runs a due pass as it arrives
+when no model call waits.
 """
 
 from __future__ import annotations
@@ -67,6 +69,12 @@ class Collector:
         self.waiting -= 1
         if self.active and not self.waiting and self._counts()[0] >= self._young:
             soon(self.collect)
+
+    def aside(self) -> None:
+        """Another request (not a model call) arrived: a pass that is due runs now if no
+        model call waits, so a process asked nothing else still collects its cycles."""
+        if self.active and not self.waiting:
+            self.collect()
 
     def collect(self, anyway: bool = False) -> None:
         """The pass that is due, if one is and no model call waits (or ``anyway``): the oldest

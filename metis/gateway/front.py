@@ -53,4 +53,5 @@ class GatewayApp(Starlette):
                     collector.answered()
                 await answer(scope, receive, send)
                 return
+        self.collector.aside()
         await super().__call__(scope, receive, send)

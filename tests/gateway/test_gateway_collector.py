@@ -102,6 +102,18 @@ def test_past_the_ceiling_a_pass_runs_in_front_of_an_arriving_call() -> None:
     assert collector.waiting == 3
 
 
+def test_another_request_runs_a_due_pass_unless_a_model_call_waits() -> None:
+    counted = Counted()
+    collector = counted.collector()
+    counted.counts = (700, 0, 0)
+    collector.arrived()
+    collector.aside()  # a health check while a model call waits: not now
+    assert counted.passes == []
+    collector.waiting = 0
+    collector.aside()
+    assert counted.passes == [0]
+
+
 async def test_a_collector_not_serving_runs_no_pass() -> None:
     counted = Counted()
     collector = counted.collector()
@@ -109,6 +121,7 @@ async def test_a_collector_not_serving_runs_no_pass() -> None:
     counted.counts = (700 * CEILING, 11, 11)
     collector.arrived()
     collector.answered()
+    collector.aside()
     await asyncio.sleep(0)
     assert counted.passes == []
 
@@ -161,6 +174,11 @@ async def test_a_served_gateway_collects_between_its_answers_and_not_after_its_l
         await _asked(app)
         await asyncio.sleep(0)
         assert passes and set(passes) == {0}
+        passes.clear()
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+            assert (await client.get("/health")).status_code == 200
+        assert passes == [0]  # asked nothing but a health check, it still collects
         assert app.collector.waiting == 0  # type: ignore[attr-defined]
     assert gc.isenabled()
 
