@@ -22,6 +22,7 @@ import httpx
 from metis.transport import slots
 from metis.transport.direct import send_directly
 from metis.transport.http1 import LeanTransport
+from metis.transport.httpx_private import own_transport
 from metis.transport.pool_scan import linear_pools
 from metis.transport.stage import http_client
 
@@ -30,7 +31,7 @@ def upstream_client(timeout_seconds: float) -> httpx.AsyncClient:
     """An adapter entry's client, as the gateway's registry makes it (see the module)."""
     client = http_client(timeout_seconds, keep_alive=slots.MAX_CONNECTIONS, lean=True)
     linear_pools(client)  # (without httptools: httpx's own transport)
-    transport = client._transport
+    transport = own_transport(client)
     if isinstance(transport, LeanTransport):
         transport.keep_spare()
     return send_directly(client, keep_cookies=False)
