@@ -37,8 +37,8 @@ from metis.gateway.errors import (
     shared_store_failed,
 )
 from metis.gateway.front import GatewayApp
-from metis.gateway.frozen import frozen, warm
 from metis.gateway.frozen import frozen_for_serving as frozen_for_serving  # metis serve's
+from metis.gateway.frozen import readied
 from metis.gateway.joined_stream import JoinedStream
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics import scrape_refused, scraped
@@ -291,8 +291,7 @@ def _lifespan(
             for line in gateway.models.unconfigured():
                 log.warning("gateway %s", line, extra={"event": "metis.gateway.unconfigured"})
             if getattr(app.state, "serving", False):
-                await warm(gateway)
-                frozen()
+                stack.callback(await readied(gateway, app))
             state["ready"] = True
             try:
                 yield

@@ -15,6 +15,8 @@ from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 
+from metis.gateway.collector import Collector
+
 if TYPE_CHECKING:
     from metis.gateway.config import GatewayConfig
 
@@ -34,7 +36,8 @@ EXPOSED = (
 class GatewayApp(Starlette):
     """Starlette's application, with ``first``: the POST endpoints by path served before its
     router; from ``config``, its tracer (whose server spans wrap every request) and whether a
-    line is logged for each request as it ends (``access_log``: metis.gateway.access)."""
+    line is logged for each request as it ends (``access_log``: metis.gateway.access). Its
+    ``collector`` is told when each of those calls arrives and when it has its answer."""
 
     def __init__(
         self, *, first: dict[str, FirstEndpoint], config: GatewayConfig, **settings: Any
@@ -42,6 +45,7 @@ class GatewayApp(Starlette):
         super().__init__(**settings)
         self.router.redirect_slashes = False  # a trailing slash is served as the path itself
         self.first = first
+        self.collector = Collector()
         front: Any = self._front
         if config.tracer is not None:
             from metis.gateway.tracing import ServerSpans
@@ -66,7 +70,13 @@ class GatewayApp(Starlette):
             endpoint = self.first.get(scope["path"])
             if endpoint is not None:
                 scope["app"] = self
-                answer = await endpoint(Request(scope, receive, send))
+                collector = self.collector
+                collector.arrived()
+                try:
+                    answer = await endpoint(Request(scope, receive, send))
+                finally:
+                    collector.answered()
                 await answer(scope, receive, send)
                 return
+        self.collector.aside()
         await super().__call__(scope, receive, send)

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import Callable
 
 from starlette.applications import Starlette
 
 from metis.errors import AdapterError
+from metis.gateway.collector import Collector
+from metis.gateway.front import GatewayApp
 from metis.gateway.service import Gateway
 from metis.model.base import Canonical
 
@@ -38,6 +41,17 @@ def frozen() -> None:
     """Everything alive now, out of the cyclic collector's reach for good."""
     gc.collect()
     gc.freeze()
+
+
+async def readied(gateway: Gateway, app: Starlette) -> Callable[[], None]:
+    """What a served application does before it is ready: :func:`warm`, :func:`frozen`, and
+    its collector's passes run between first bytes from then on (metis.gateway.collector).
+    What turns the automatic passes on again, at the lifespan's end."""
+    await warm(gateway)
+    frozen()
+    collector = app.collector if isinstance(app, GatewayApp) else Collector()
+    collector.serving()
+    return collector.stopped
 
 
 async def warm(gateway: Gateway) -> None:

@@ -137,8 +137,13 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._limits = limits
         self._socket_options = tuple(socket_options)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._spare = False
         self._pool = Pool(limits)
         self._fallback: httpx.AsyncHTTPTransport | None = None
+
+    def keep_spare(self) -> None:
+        """Its pools keep a spare connection to each origin (metis.transport.http1_pool)."""
+        self._spare = self._pool.spare = True
 
     def carries(self, request: httpx.Request) -> bool:
         """Whether this transport sends ``request`` itself, not the usual one (the module)."""
@@ -209,7 +214,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
             if self._loop is not None and not self._loop.is_closed():
                 self._loop.call_soon_threadsafe(self._pool.close)
             self._loop = loop
-            self._pool = Pool(self._limits)
+            self._pool = Pool(self._limits, self._spare)
         return self._pool
 
     async def _open(

@@ -8,6 +8,13 @@ that is closed), and an idle one closed once it has been idle ``keepalive_expiry
 idle and the pool full closes an idle connection of another origin, or waits, first come
 first served, for one to be released, at most its ``pool`` timeout (``httpx.PoolTimeout``).
 
+A pool that keeps a spare (the gateway's: metis/gateway/upstream_pool.py) opens one more
+connection to an origin, in a task of its own, when a request has just taken or opened the
+last one it had idle, so that the next request to find none idle takes that one rather than
+waiting for a connection of its own to open. At most one is being opened per origin, within
+the limits; one that fails to open is dropped silently (a request that opens its own meets
+the same failure, as its own).
+
 Every step is a dictionary lookup or a deque's end: nothing scans the pool per request.
 A connection taken from the pool is checked before it is used: open, silent (a byte the
 server sent while it was idle, or its hang-up, shows on the socket), not expired.
@@ -32,7 +39,7 @@ Origin = tuple[str, str, int]
 class Pool:
     """The connections of one event loop (see the module)."""
 
-    def __init__(self, limits: httpx.Limits) -> None:
+    def __init__(self, limits: httpx.Limits, spare: bool = False) -> None:
         self.max_connections = limits.max_connections or math.inf
         keep = limits.max_keepalive_connections
         self.max_keepalive = math.inf if keep is None else keep
@@ -45,6 +52,9 @@ class Pool:
         self.waiters: deque[asyncio.Future[bool]] = deque()
         self.closed = False
         self._sweep: asyncio.TimerHandle | None = None
+        self.spare = spare
+        self.sparing: dict[Origin, asyncio.Task[None]] = {}
+        """The spare being opened to each origin."""
 
     async def acquire(
         self,
@@ -59,9 +69,13 @@ class Pool:
         while True:
             connection = self._take_idle(origin, loop.time())
             if connection is not None:
+                if self.spare and not self.idle.get(origin):
+                    self._open_spare(loop, origin, open_connection)
                 return connection
             if self.total < self.max_connections or self._drop_one_idle():
                 self.total += 1
+                if self.spare:
+                    self._open_spare(loop, origin, open_connection)
                 try:
                     connection = await open_connection()
                 except BaseException:
@@ -80,6 +94,9 @@ class Pool:
         if self.closed or self.idle_count >= self.max_keepalive or not connection.reusable():
             self.discard(connection)
             return
+        self._keep(connection)
+
+    def _keep(self, connection: Http1Connection) -> None:
         loop = asyncio.get_running_loop()
         connection.idle_since = loop.time()
         connection.on_lost = self._lost
@@ -98,6 +115,8 @@ class Pool:
     def close(self) -> None:
         """Close every idle connection; those in use close when their response does."""
         self.closed = True
+        for task in list(self.sparing.values()):
+            task.cancel()
         for connections in self.idle.values():
             for connection in connections:
                 connection.close()
@@ -107,6 +126,37 @@ class Pool:
         if self._sweep is not None:
             self._sweep.cancel()
             self._sweep = None
+
+    def _open_spare(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        origin: Origin,
+        open_connection: Callable[[], Awaitable[Http1Connection]],
+    ) -> None:
+        if origin in self.sparing or self.closed or self.total >= self.max_connections:
+            return
+        self.total += 1
+        self.sparing[origin] = loop.create_task(self._spared(origin, open_connection))
+
+    async def _spared(
+        self, origin: Origin, open_connection: Callable[[], Awaitable[Http1Connection]]
+    ) -> None:
+        """A spare connection to ``origin``, kept idle once open (see the module)."""
+        try:
+            connection = await open_connection()
+        except BaseException as exc:
+            self.total -= 1
+            self._wake()
+            if not isinstance(exc, Exception):
+                raise
+            return
+        finally:
+            del self.sparing[origin]
+        connection.origin = origin
+        if self.closed or self.idle_count >= self.max_keepalive or not connection.usable_idle():
+            self.discard(connection)
+            return
+        self._keep(connection)
 
     def _take_idle(self, origin: Origin, now: float) -> Http1Connection | None:
         connections = self.idle.get(origin)
