@@ -195,6 +195,26 @@ def test_tools_offered_in_the_system_prompt_are_called_with_tags_whoever_answers
     )
 
 
+def test_the_callers_own_system_prompt_is_read_beside_tools_offered_in_it() -> None:
+    """metis's tool_shim adds its ``# Tools`` section after the caller's system prompt: the
+    model reads the tools from it and the caller's words as the system prompt (they were
+    read as nothing)."""
+    script = Script(["Cold."])
+    tools_section = '# Tools\n\n<tools>\n{"name": "get_weather", "parameters": {}}\n</tools>'
+    body = {
+        "model": "tgi",
+        "messages": [
+            {"role": "system", "content": "Be brief.\n\n" + tools_section},
+            {"role": "user", "content": "Lima?"},
+        ],
+    }
+    emulator = Emulator(model=script, models="any")
+    with httpx.Client(transport=emulator.transport(), base_url="http://e") as http:
+        http.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+    (prompt,) = script.prompts
+    assert prompt.system == "Be brief." and [t.name for t in prompt.tools] == ["get_weather"]
+
+
 def test_a_reply_the_model_cannot_give_is_refused_not_crashed() -> None:
     emulator = Emulator(model=lambda prompt: 42)
     with httpx.Client(transport=emulator.transport(), base_url="http://emulator") as http:
