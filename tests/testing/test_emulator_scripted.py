@@ -215,6 +215,25 @@ def test_the_callers_own_system_prompt_is_read_beside_tools_offered_in_it() -> N
     assert prompt.system == "Be brief." and [t.name for t in prompt.tools] == ["get_weather"]
 
 
+def test_a_gemini_function_response_holding_an_error_is_read_as_a_failed_call() -> None:
+    script = Script(["Sorry.", "Sunny."])
+    emulator = Emulator(model=script, models="any")
+    call = {"functionCall": {"id": "c1", "name": "get_weather", "args": {}}}
+    path = "/v1beta/models/gemini-2.5-flash:generateContent"
+    with httpx.Client(transport=emulator.transport(), base_url="http://e") as http:
+        for response in ({"error": "no such city"}, {"output": "sunny"}):
+            answer = {"functionResponse": {"id": "c1", "name": "get_weather", "response": response}}
+            contents = [
+                {"role": "user", "parts": [{"text": "Lima?"}]},
+                {"role": "model", "parts": [call]},
+                {"role": "user", "parts": [answer]},
+            ]
+            http.post(path, json={"contents": contents}, headers={"x-goog-api-key": "k"})
+    failed, answered = (prompt.turns[-1].results[0] for prompt in script.prompts)
+    assert (failed.content, failed.is_error) == ("no such city", True)
+    assert (answered.content, answered.is_error) == ("sunny", False)
+
+
 def test_a_reply_the_model_cannot_give_is_refused_not_crashed() -> None:
     emulator = Emulator(model=lambda prompt: 42)
     with httpx.Client(transport=emulator.transport(), base_url="http://emulator") as http:
