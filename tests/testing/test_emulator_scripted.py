@@ -195,6 +195,21 @@ def test_tools_offered_in_the_system_prompt_are_called_with_tags_whoever_answers
     )
 
 
+def test_what_a_model_says_before_its_tagged_calls_is_kept() -> None:
+    reply = tools(("get_weather", {"city": "Lima"}), say="Checking.")
+    emulator = Emulator(model=[reply], models="any")
+    system = '<tools>\n{"name": "get_weather", "parameters": {"type": "object"}}\n</tools>'
+    body = {
+        "model": "tgi",
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": "Lima?"}],
+    }
+    with httpx.Client(transport=emulator.transport(), base_url="http://emulator") as http:
+        answer = http.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+    said = answer.json()["choices"][0]["message"]["content"]
+    call = '{"name": "get_weather", "arguments": {"city": "Lima"}}'
+    assert said == f"Checking.<tool_call>{call}</tool_call>"
+
+
 def test_the_callers_own_system_prompt_is_read_beside_tools_offered_in_it() -> None:
     """metis's tool_shim adds its ``# Tools`` section after the caller's system prompt: the
     model reads the tools from it and the caller's words as the system prompt (they were

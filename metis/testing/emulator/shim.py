@@ -56,10 +56,10 @@ def _read_results(turn: Turn) -> Turn:
 
 
 def as_tags(reply: Reply) -> Reply:
-    """The reply's calls written as ``<tool_call>`` tags in its text."""
+    """The reply's calls written as ``<tool_call>`` tags after its text."""
     if reply.calls:
         calls = [{"name": c.name, "arguments": c.args} for c in reply.calls]
-        reply.text = "".join(
+        reply.text += "".join(
             f"<tool_call>{json.dumps(c, ensure_ascii=False)}</tool_call>" for c in calls
         )
         reply.calls = []
