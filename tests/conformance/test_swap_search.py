@@ -1,0 +1,429 @@
+"""A property search over conversations that move between every built-in stack (docs/contract.md
+§6-12): histories of mixed content (text and empty text, images, documents, tool calls with odd
+ids, parallel calls, results holding images, signed, unsigned and redacted thinking, citations,
+server-tool blocks, system prompts), each turn answered by another stack on the emulator in
+process. For every request: the emulator, refusing what that API refuses, takes it; every text,
+call and result the history holds arrives as the emulator's model reads it back; and every
+block that did not reach the wire is listed in the reply's warnings by its type. The search's
+size: tests/conftest.py (METIS_FULL_SEARCH)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from metis import AdapterConfig, build_adapter
+from metis.adapter import Adapter
+from metis.model import (
+    CanonicalRequest,
+    CanonicalResponse,
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ThinkingConfig,
+    ToolResultBlock,
+    ToolUseBlock,
+    WebSearch,
+)
+from metis.model.citation import Citation
+from metis.model.content import ProviderRaw, RedactedThinkingBlock, ThinkingBlock
+from metis.model.server_tools import (
+    CodeExecution,
+    SearchResult,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
+)
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.testing.emulator import (
+    Emulator,
+    Reply,
+    code_execution,
+    text,
+    thinking,
+    tools,
+    web_search,
+)
+from metis.testing.emulator.model import Prompt
+from metis.testing.emulator.script import Script
+
+from ..helpers import answer
+from ..stack_table import (
+    CLOUD,
+    FAMILIES,
+    LONG_TAIL,
+    MODELS,
+    NO_TOOLS,
+    WEATHER,
+    google_credentials,
+    target,
+)
+
+COMPATIBLE = {  # at their own URLs, which the in-process transport serves by path
+    "mistral": "mistral:mistral-large-latest",
+    "deepseek": "deepseek:deepseek-chat",
+    "together": "together:meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    "openrouter": "openrouter:openai/gpt-4o",
+    "vllm": "vllm:qwen",
+    "llamacpp": "llamacpp:local",
+    "openai_compatible": "openai_compatible:some-model",
+}
+ALL = {**MODELS, **COMPATIBLE}
+STACKS = sorted({*FAMILIES, *CLOUD, *LONG_TAIL, *COMPATIBLE} - {"perplexity"})
+SERVER_TOOLS = {"anthropic", "openai_responses"}  # beside function tools, in MODELS
+LOCAL = {"ollama", "vllm", "llamacpp", "openai_compatible"}  # capabilities the caller declares
+
+
+def built(stack: str, emulator: Emulator, store: InMemoryToolIdStore) -> Adapter:
+    settings_: dict[str, Any] = {}
+    api_key: str | None = "test-key"
+    if stack.startswith("vertex"):
+        settings_ = {"project": "proj-1", "location": "us-east5"}
+        settings_["google_credentials"] = google_credentials()
+        api_key = None
+    local = {"supports_tools": True, "supports_images": True, "max_context_tokens": 32768}
+    config = AdapterConfig(
+        api_key=api_key,
+        base_url=None if stack in COMPATIBLE else emulator.base_url(target(stack)),
+        http_client=emulator.client(),
+        settings=settings_,
+        capabilities=local if stack in LOCAL else {},
+    )
+    return build_adapter(stack, config, tool_id_store=store)
+
+
+# What the search draws -----------------------------------------------------------------------
+
+ODD_IDS = ["call_1", "toolu_01A", "a b/c.d", "x" * 80, "ñ-1", "fc_1", "123456789", "call:1", "-"]
+
+
+@dataclass
+class Marks:
+    """Unique words, one per block, so each block is found (or not) in what was sent."""
+
+    n: int = 0
+
+    def __call__(self, kind: str) -> str:
+        self.n += 1
+        return f"{kind}{self.n}q"
+
+
+def png(mark: str) -> ImageBlock:
+    return ImageBlock.from_bytes(b"\x89PNG\r\n\x1a\n" + mark.encode(), "image/png")
+
+
+@st.composite
+def user_message(draw: st.DrawFn, marks: Marks) -> Message:
+    blocks: list[Any] = [TextBlock(text=f"Look at {marks('user')}.")]
+    if draw(st.booleans()):
+        blocks.append(TextBlock(text=""))
+    if draw(st.booleans()):
+        blocks.append(png(marks("img")))
+    if draw(st.booleans()):
+        blocks.append(ImageBlock.from_url(f"https://example.com/{marks('url')}.png"))
+    if draw(st.booleans()):
+        pdf = b"%PDF-1.7\n% " + marks("pdf").encode()
+        blocks.append(DocumentBlock.from_bytes(pdf, "application/pdf", title="Report"))
+    if draw(st.booleans()):
+        blocks.append(DocumentBlock.from_text(f"Notes {marks('doc')}", title="Notes"))
+    return Message(role=Role.USER, content=draw(st.permutations(blocks)))
+
+
+ELSEWHERE = ProviderRaw(provider="anthropic", model="claude-3-7-sonnet-20250219")
+
+
+@st.composite
+def assistant_turn(draw: st.DrawFn, marks: Marks) -> list[Message]:
+    """An assistant message from elsewhere (an imported history), and its calls' results."""
+    blocks: list[Any] = []
+    if draw(st.booleans()):
+        blocks.append(ThinkingBlock(thinking=f"Hmm {marks('think')}."))
+    if draw(st.booleans()):
+        raw = ELSEWHERE.model_copy(update={"data": {}})
+        blocks.append(
+            ThinkingBlock(
+                thinking=f"Signed {marks('think')}.", signature="c2lnbmVk", provider_raw=raw
+            )
+        )
+    if draw(st.booleans()):
+        blocks.append(RedactedThinkingBlock(data=marks("redacted"), provider_raw=ELSEWHERE))
+    if draw(st.booleans()):
+        url = f"https://example.com/{marks('found')}"
+        call = ServerToolCallBlock(
+            id="srvtoolu_1", name="web_search", input={"query": "q"}, provider_raw=ELSEWHERE
+        )
+        result = ServerToolResultBlock(
+            tool_call_id="srvtoolu_1",
+            name="web_search",
+            search_results=[SearchResult(url=url, title="Found")],
+            provider_raw=ELSEWHERE,
+        )
+        blocks += [call, result]
+    said = f"Said {marks('said')}."
+    cited = [Citation(kind="url", url="https://example.com/c", title="C")]
+    blocks.append(TextBlock(text=said, citations=cited if draw(st.booleans()) else None))
+    if draw(st.booleans()):
+        blocks.append(TextBlock(text=""))
+    ids = draw(st.lists(st.sampled_from(ODD_IDS), max_size=3, unique=True))
+    calls = [ToolUseBlock(id=i, name="get_weather", input={"city": marks("city")}) for i in ids]
+    turn = [Message(role=Role.ASSISTANT, content=blocks + calls)]
+    if calls:  # answered, so the files in the results are of an older turn
+        turn.append(Message.tool(*[draw(tool_result(call, marks)) for call in calls]))
+        turn.append(Message.assistant(f"Done {marks('said')}."))
+    return turn
+
+
+@st.composite
+def tool_result(draw: st.DrawFn, call: ToolUseBlock, marks: Marks) -> ToolResultBlock:
+    kind = draw(st.sampled_from(["text", "image", "error"]))
+    if kind == "image":
+        content: Any = [TextBlock(text=f"Chart {marks('result')}"), png(marks("img"))]
+        return ToolResultBlock(tool_use_id=call.id, content=content)
+    if kind == "error":
+        return ToolResultBlock(tool_use_id=call.id, content="", is_error=True)
+    return ToolResultBlock(tool_use_id=call.id, content=f"Sunny {marks('result')}")
+
+
+@dataclass
+class Step:
+    """One turn: the stack answering, what its model says, how it is asked."""
+
+    stack: str
+    reply: Reply
+    stream: bool
+    schema: bool
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+
+
+@st.composite
+def step(draw: st.DrawFn, marks: Marks) -> Step:
+    stack = draw(st.sampled_from(STACKS))
+    kinds = ["text", "empty", "json"]
+    kinds += ["tools", "tools"] if stack not in NO_TOOLS else []
+    kinds += ["search", "code"] if stack in SERVER_TOOLS else []
+    kind = draw(st.sampled_from(kinds))
+    if kind == "tools":
+        count = draw(st.integers(1, 3))
+        say = draw(st.sampled_from(["", f"Checking {marks('said')}."]))
+        reply = tools(*[("get_weather", {"city": marks("city")}) for _ in range(count)], say=say)
+    elif kind == "search":
+        found = [(f"https://example.com/{marks('found')}", "Found")]
+        cite = draw(st.booleans())
+        reply = web_search("q", found, say=f"Found {marks('said')}.", cite=cite)
+    elif kind == "code":
+        reply = code_execution("print(1)", stdout=marks("stdout"), say=f"Ran {marks('said')}.")
+    elif kind == "json":
+        reply = text(json.dumps({"answer": marks("json")}))
+    else:
+        reply = text("" if kind == "empty" else f"Reply {marks('said')}.")
+    if draw(st.booleans()):
+        reply = thinking(f"Think {marks('think')}.", reply)
+    return Step(stack, reply, draw(st.booleans()), kind == "json")
+
+
+@dataclass
+class Plan:
+    prefix: list[Message]
+    steps: list[Step]
+    system: str | None
+    marks: Marks = field(default_factory=Marks)
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> Plan:
+    marks = Marks()
+    prefix: list[Message] = []
+    if draw(st.booleans()):
+        prefix.append(Message.system(f"Be brief {marks('system')}."))
+    for _ in range(draw(st.integers(0, 2))):
+        prefix.append(draw(user_message(marks)))
+        prefix += draw(assistant_turn(marks))
+    steps = draw(st.lists(step(marks), min_size=2, max_size=5))
+    system = draw(st.sampled_from([None, "", f"Answer in English {marks('system')}."]))
+    return Plan(prefix, steps, system, marks)
+
+
+# Playing it ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Turn:
+    stack: str
+    said: Reply
+    sent: list[Message]
+    response: CanonicalResponse
+    body: str
+    prompt: Prompt
+    emulated_tools: bool
+
+
+async def play(plan: Plan) -> list[Turn]:
+    script = Script([])
+    emulator = Emulator(model=script, models="any")
+    store = InMemoryToolIdStore()
+    history = list(plan.prefix)
+    played = []
+    for step in plan.steps:
+        adapter = built(step.stack, emulator, store)
+        can = adapter.capabilities_for(adapter.wire_model(ALL[step.stack]))
+        reply = step.reply
+        if reply.thinking and not can.supports_thinking:
+            reply = replace(reply, thinking="")
+        if not history or history[-1].role is not Role.TOOL:
+            history.append(Message.user(f"Next {plan.marks('ask')}?"))
+        said = replace(reply, calls=list(reply.calls), server=list(reply.server))
+        script.extend([reply])
+        request = CanonicalRequest(
+            model=ALL[step.stack],
+            session_id="swap-search",
+            system_prompt=plan.system,
+            messages=list(history),
+            tools=[] if step.stack in NO_TOOLS else [WEATHER],
+            server_tools=[server_tool(out.name) for out in reply.server],
+            max_output_tokens=2048,
+            thinking=ThinkingConfig(budget_tokens=1024) if reply.thinking else None,
+            output_schema=SCHEMA if step.schema and can.supports_structured_output else None,
+        )
+        with anyio.fail_after(20):
+            response = await answer(adapter, request, step.stream)
+        await adapter.aclose()
+        body = emulator.requests[-1].body.decode()
+        prompt = script.prompts[-1]
+        turn = Turn(step.stack, said, request.messages, response, body, prompt, can.tools_emulated)
+        played.append(turn)
+        history.append(response.message)
+        if response.tool_calls:
+            results = [
+                ToolResultBlock(tool_use_id=c.id, content=f"Sunny {plan.marks('result')}")
+                for c in response.tool_calls
+            ]
+            history.append(Message.tool(*results))
+    return played
+
+
+def server_tool(kind: str) -> Any:
+    return WebSearch() if kind == "web_search" else CodeExecution()
+
+
+@pytest.mark.usefixtures("no_backoff")
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(plan=plans())
+def test_a_conversation_swapped_across_every_stack_loses_nothing_unreported(plan: Plan) -> None:
+    played = anyio.run(play, plan)
+    for turn in played:
+        check(turn)
+        read_back(turn)
+
+
+def check(turn: Turn) -> None:
+    """The request was taken (else ``complete`` raised); what it read back holds every call,
+    result and text of the history; whatever did not reach the wire is reported."""
+    warned = {w.block_type for w in turn.response.warnings}
+    body = json.loads(turn.body)
+    wire = json.dumps(body, ensure_ascii=False)
+    lost = [
+        (i, block.type)
+        for i, message in enumerate(turn.sent)
+        for block in blocks_of(message)
+        if not arrived(block, wire) and block.type not in warned and not own_summary(block, turn)
+    ]
+    assert lost == [], (turn.stack, lost, turn.response.warnings)
+    if not turn.emulated_tools:
+        same_calls_and_results(turn)
+    read = "\n".join([turn.prompt.system, *(t.text for t in turn.prompt.turns)])
+    read += "".join(r.content for t in turn.prompt.turns for r in t.results)
+    missing = [
+        block.text
+        for message in turn.sent
+        for block in blocks_of(message)
+        if isinstance(block, TextBlock) and block.text and block.text not in read
+    ]
+    if "text" not in warned:
+        assert missing == [], (turn.stack, missing)
+
+
+def own_summary(block: Any, turn: Turn) -> bool:
+    """A thought summary the same model wrote (Gemini's carry no signature): left out of its
+    next request without a WARN, as it loses nothing (docs/contract.md §7)."""
+    raw = block.provider_raw
+    return (
+        isinstance(block, ThinkingBlock)
+        and not block.signature
+        and raw is not None
+        and raw.provider == turn.stack
+        and raw.model == ALL[turn.stack]
+    )
+
+
+def blocks_of(message: Message) -> list[Any]:
+    """The message's blocks, and those inside its tool results."""
+    out: list[Any] = []
+    for block in message.content:
+        out.append(block)
+        if isinstance(block, ToolResultBlock) and isinstance(block.content, list):
+            out += block.content
+    return out
+
+
+def arrived(block: Any, wire: str) -> bool:
+    """Whether ``block`` (its unique word, data or URL) is in what was sent."""
+    if isinstance(block, TextBlock):
+        return json.dumps(block.text, ensure_ascii=False)[1:-1] in wire or not block.text.strip()
+    if isinstance(block, ImageBlock | DocumentBlock):
+        source = block.source
+        found = [getattr(source, key, None) for key in ("data", "url", "text")]
+        text = getattr(source, "text", None)
+        if text:
+            found.append(base64.b64encode(text.encode()).decode())
+        return any(f and f in wire for f in found)
+    if isinstance(block, ThinkingBlock):
+        return block.thinking in wire
+    if isinstance(block, RedactedThinkingBlock):
+        return block.data in wire
+    if isinstance(block, ServerToolResultBlock):
+        return all(r.url in wire for r in block.search_results or [])
+    return True  # calls, results (compared as read back), a server call (in its result's text)
+
+
+def same_calls_and_results(turn: Turn) -> None:
+    """The calls and results read back are the history's, each result answering its call."""
+    calls = [b for m in turn.sent for b in m.content if isinstance(b, ToolUseBlock)]
+    results = [b for m in turn.sent for b in m.content if isinstance(b, ToolResultBlock)]
+    read_calls = [c for t in turn.prompt.turns for c in t.calls]
+    read_results = [r for t in turn.prompt.turns for r in t.results]
+    assert [(c.name, c.args) for c in read_calls] == [(c.name, c.input) for c in calls], turn.stack
+    assert len(read_results) == len(results), turn.stack
+    position = {c.id: i for i, c in enumerate(calls)}
+    read_ids = [c.id for c in read_calls]
+    for result, read in zip(results, read_results, strict=True):
+        assert result.text in read.content, (turn.stack, result.text, read.content)
+        flagged = read.is_error or read.content.startswith("Error")  # Chat has no is_error
+        assert flagged == result.is_error, (turn.stack, read)
+        assert read.call_id == read_ids[position[result.tool_use_id]], turn.stack
+
+
+def read_back(turn: Turn) -> None:
+    """The reply reads back as what the model said: its text, calls and reasoning."""
+    said = turn.said
+    response = turn.response
+    assert response.text == said.text, (turn.stack, response.text, said.text)
+    calls = [(c.name, c.input) for c in response.tool_calls]
+    assert calls == [(c.name, c.args) for c in said.calls], turn.stack
+    thought = "".join(b.thinking for b in response.content if isinstance(b, ThinkingBlock))
+    if said.thinking and thought:
+        assert thought == said.thinking, turn.stack
