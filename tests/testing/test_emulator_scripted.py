@@ -249,6 +249,31 @@ def test_a_gemini_function_response_holding_an_error_is_read_as_a_failed_call() 
     assert (answered.content, answered.is_error) == ("sunny", False)
 
 
+def test_a_nova_code_run_sent_back_is_not_read_as_the_models_own_call() -> None:
+    """Bedrock Converse: a system tool's ``toolUse`` (``type: server_tool_use``) and its
+    ``toolResult`` in the history are the service's, not calls the model made."""
+    script = Script(["Done."])
+    emulator = Emulator(model=script, models="any")
+    use = {"toolUseId": "t1", "name": "nova_code_interpreter", "input": {"code": "1"}}
+    result = {"toolUseId": "t1", "type": "nova_code_interpreter_result", "status": "success"}
+    ran = [{"toolUse": {**use, "type": "server_tool_use"}}, {"toolResult": {**result}}]
+    ran[1]["toolResult"]["content"] = [{"text": "1"}]
+    messages = [
+        {"role": "user", "content": [{"text": "Run it."}]},
+        {"role": "assistant", "content": [*ran, {"text": "It printed 1."}]},
+        {"role": "user", "content": [{"text": "Thanks."}]},
+    ]
+    path = "/model/us.amazon.nova-2-lite-v1:0/converse"
+    with httpx.Client(transport=emulator.transport(), base_url="http://e") as http:
+        tools = {"tools": [{"systemTool": {"name": "nova_code_interpreter"}}]}
+        sent = {"messages": messages, "toolConfig": tools}
+        answer = http.post(path, json=sent, headers={"authorization": "Bearer k"})
+    assert answer.status_code == 200, answer.text
+    (prompt,) = script.prompts
+    assert [(t.calls, t.results) for t in prompt.turns] == [([], [])] * 3
+    assert prompt.turns[1].text == "It printed 1."
+
+
 def test_a_reply_the_model_cannot_give_is_refused_not_crashed() -> None:
     emulator = Emulator(model=lambda prompt: 42)
     with httpx.Client(transport=emulator.transport(), base_url="http://emulator") as http:
