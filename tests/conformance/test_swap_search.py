@@ -30,12 +30,14 @@ from metis.model import (
     Role,
     TextBlock,
     ThinkingConfig,
+    ToolDefinition,
     ToolResultBlock,
     ToolUseBlock,
     WebSearch,
 )
 from metis.model.citation import Citation
-from metis.model.content import ProviderRaw, RedactedThinkingBlock, ThinkingBlock
+from metis.model.content import OpaqueBlock, ProviderRaw, RedactedThinkingBlock, ThinkingBlock
+from metis.model.media import AudioBlock, VideoBlock
 from metis.model.server_tools import (
     CodeExecution,
     SearchResult,
@@ -77,8 +79,17 @@ COMPATIBLE = {  # at their own URLs, which the in-process transport serves by pa
     "openai_compatible": "openai_compatible:some-model",
 }
 ALL = {**MODELS, **COMPATIBLE}
-STACKS = sorted({*FAMILIES, *CLOUD, *LONG_TAIL, *COMPATIBLE} - {"perplexity"})
-SERVER_TOOLS = {"anthropic", "openai_responses"}  # beside function tools, in MODELS
+STACKS = sorted({*FAMILIES, *CLOUD, *LONG_TAIL, *COMPATIBLE})
+SEARCHES = {  # the model that searches (and runs code, but for Chat and Perplexity)
+    "anthropic": MODELS["anthropic"],
+    "openai_responses": MODELS["openai_responses"],
+    "gemini": MODELS["gemini"],
+    "vertex": MODELS["vertex"],
+    "openai": "openai:gpt-4o-search-preview",
+    "bedrock": "bedrock:us.amazon.nova-2-lite-v1:0",
+    "perplexity": MODELS["perplexity"],
+}
+ALONE = {"gemini", "vertex", "openai", "perplexity"}  # server tools without function tools
 LOCAL = {"ollama", "vllm", "llamacpp", "openai_compatible"}  # capabilities the caller declares
 
 
@@ -102,7 +113,8 @@ def built(stack: str, emulator: Emulator, store: InMemoryToolIdStore) -> Adapter
 
 # What the search draws -----------------------------------------------------------------------
 
-ODD_IDS = ["call_1", "toolu_01A", "a b/c.d", "x" * 80, "ñ-1", "fc_1", "123456789", "call:1", "-"]
+ODD_IDS = ["call_1", "toolu_01A", "a b/c.d", "a_b_c_d", "a-b-c-d", "x" * 80, "x" * 80 + "y"]
+ODD_IDS += ["ñ-1", "fc_1", "123456789", "call:1", "-", "call_0", "0"]
 
 
 @dataclass
@@ -134,6 +146,17 @@ def user_message(draw: st.DrawFn, marks: Marks) -> Message:
         blocks.append(DocumentBlock.from_bytes(pdf, "application/pdf", title="Report"))
     if draw(st.booleans()):
         blocks.append(DocumentBlock.from_text(f"Notes {marks('doc')}", title="Notes"))
+    files = st.sampled_from(["none", "pdf url", "file id", "audio", "video url"])
+    file = draw(files)
+    if file == "pdf url":
+        blocks.append(DocumentBlock.from_url(f"https://example.com/{marks('pdf')}.pdf"))
+    elif file == "file id":
+        blocks.append(DocumentBlock.from_file_id(f"file-{marks('fid')}", provider="openai"))
+    elif file == "audio":
+        wav = b"RIFF\x24\x00\x00\x00WAVEfmt " + marks("wav").encode()
+        blocks.append(AudioBlock.from_bytes(wav, "audio/wav"))
+    elif file == "video url":
+        blocks.append(VideoBlock.from_url(f"https://www.youtube.com/watch?v={marks('vid')}"))
     return Message(role=Role.USER, content=draw(st.permutations(blocks)))
 
 
@@ -167,6 +190,10 @@ def assistant_turn(draw: st.DrawFn, marks: Marks) -> list[Message]:
             provider_raw=ELSEWHERE,
         )
         blocks += [call, result]
+    if draw(st.booleans()):
+        item = {"type": "mcp_call", "id": marks("opaque")}
+        raw = ProviderRaw(provider="elsewhere", data={"item": item})
+        blocks.append(OpaqueBlock(kind="mcp_call", provider_raw=raw))
     said = f"Said {marks('said')}."
     cited = [Citation(kind="url", url="https://example.com/c", title="C")]
     blocks.append(TextBlock(text=said, citations=cited if draw(st.booleans()) else None))
@@ -200,6 +227,12 @@ class Step:
     reply: Reply
     stream: bool
     schema: bool
+    model: str = ""
+
+    @property
+    def tools(self) -> list[ToolDefinition]:
+        alone = self.reply.server and self.stack in ALONE
+        return [] if self.stack in NO_TOOLS or alone else [WEATHER]
 
 
 SCHEMA = {
@@ -215,7 +248,8 @@ def step(draw: st.DrawFn, marks: Marks) -> Step:
     stack = draw(st.sampled_from(STACKS))
     kinds = ["text", "empty", "json"]
     kinds += ["tools", "tools"] if stack not in NO_TOOLS else []
-    kinds += ["search", "code"] if stack in SERVER_TOOLS else []
+    kinds += ["search"] if stack in SEARCHES else []
+    kinds += ["code"] if stack in SEARCHES and stack not in {"openai", "perplexity"} else []
     kind = draw(st.sampled_from(kinds))
     if kind == "tools":
         count = draw(st.integers(1, 3))
@@ -233,7 +267,8 @@ def step(draw: st.DrawFn, marks: Marks) -> Step:
         reply = text("" if kind == "empty" else f"Reply {marks('said')}.")
     if draw(st.booleans()):
         reply = thinking(f"Think {marks('think')}.", reply)
-    return Step(stack, reply, draw(st.booleans()), kind == "json")
+    model = SEARCHES[stack] if reply.server else ALL[stack]
+    return Step(stack, reply, draw(st.booleans()), kind == "json", model)
 
 
 @dataclass
@@ -253,6 +288,8 @@ def plans(draw: st.DrawFn) -> Plan:
     for _ in range(draw(st.integers(0, 2))):
         prefix.append(draw(user_message(marks)))
         prefix += draw(assistant_turn(marks))
+        if draw(st.booleans()):
+            prefix.append(Message.system(f"From now on {marks('system')}."))
     steps = draw(st.lists(step(marks), min_size=2, max_size=5))
     system = draw(st.sampled_from([None, "", f"Answer in English {marks('system')}."]))
     return Plan(prefix, steps, system, marks)
@@ -270,6 +307,7 @@ class Turn:
     body: str
     prompt: Prompt
     emulated_tools: bool
+    model: str
 
 
 async def play(plan: Plan) -> list[Turn]:
@@ -280,7 +318,9 @@ async def play(plan: Plan) -> list[Turn]:
     played = []
     for step in plan.steps:
         adapter = built(step.stack, emulator, store)
-        can = adapter.capabilities_for(adapter.wire_model(ALL[step.stack]))
+        can = adapter.capabilities_for(adapter.wire_model(step.model))
+        if step.stack in NO_TOOLS and any(b.type in CALLING for m in history for b in m.content):
+            continue  # refused before sending (docs/contract.md §13); not swapped there
         reply = step.reply
         if reply.thinking and not can.supports_thinking:
             reply = replace(reply, thinking="")
@@ -289,11 +329,11 @@ async def play(plan: Plan) -> list[Turn]:
         said = replace(reply, calls=list(reply.calls), server=list(reply.server))
         script.extend([reply])
         request = CanonicalRequest(
-            model=ALL[step.stack],
+            model=step.model,
             session_id="swap-search",
             system_prompt=plan.system,
             messages=list(history),
-            tools=[] if step.stack in NO_TOOLS else [WEATHER],
+            tools=step.tools,
             server_tools=[server_tool(out.name) for out in reply.server],
             max_output_tokens=2048,
             thinking=ThinkingConfig(budget_tokens=1024) if reply.thinking else None,
@@ -304,7 +344,16 @@ async def play(plan: Plan) -> list[Turn]:
         await adapter.aclose()
         body = emulator.requests[-1].body.decode()
         prompt = script.prompts[-1]
-        turn = Turn(step.stack, said, request.messages, response, body, prompt, can.tools_emulated)
+        turn = Turn(
+            step.stack,
+            said,
+            request.messages,
+            response,
+            body,
+            prompt,
+            can.tools_emulated,
+            step.model,
+        )
         played.append(turn)
         history.append(response.message)
         if response.tool_calls:
@@ -314,6 +363,9 @@ async def play(plan: Plan) -> list[Turn]:
             ]
             history.append(Message.tool(*results))
     return played
+
+
+CALLING = {"tool_use", "tool_result"}
 
 
 def server_tool(kind: str) -> Any:
@@ -340,21 +392,35 @@ def check(turn: Turn) -> None:
         (i, block.type)
         for i, message in enumerate(turn.sent)
         for block in blocks_of(message)
-        if not arrived(block, wire) and block.type not in warned and not own_summary(block, turn)
+        if not arrived(block, wire)
+        and getattr(block, "kind", block.type) not in warned  # an opaque block: by its kind
+        and not own_summary(block, turn)
     ]
     assert lost == [], (turn.stack, lost, turn.response.warnings)
     if not turn.emulated_tools:
         same_calls_and_results(turn)
-    read = "\n".join([turn.prompt.system, *(t.text for t in turn.prompt.turns)])
-    read += "".join(r.content for t in turn.prompt.turns for r in t.results)
-    missing = [
-        block.text
-        for message in turn.sent
-        for block in blocks_of(message)
-        if isinstance(block, TextBlock) and block.text and block.text not in read
-    ]
     if "text" not in warned:
-        assert missing == [], (turn.stack, missing)
+        texts_in_order(turn)
+
+
+def texts_in_order(turn: Turn) -> None:
+    """Each text of the history is read back in a turn of its own role, in the history's
+    order (a system message's anywhere: APIs hoist it, or take it in place)."""
+    read = [(t.role, t.text + "".join(r.content for r in t.results)) for t in turn.prompt.turns]
+    everything = "\n".join([turn.prompt.system, *(text for _, text in read)])
+    at = 0
+    for message in turn.sent:
+        role = "assistant" if message.role is Role.ASSISTANT else "user"
+        for block in message.content:
+            if not isinstance(block, TextBlock) or not block.text:
+                continue
+            if message.role is Role.SYSTEM:
+                assert block.text in everything, (turn.stack, block.text)
+                continue
+            found = [i for i, (r, text) in enumerate(read) if i >= at and r == role]
+            found = [i for i in found if block.text in read[i][1]]
+            assert found, (turn.stack, role, block.text, read[at:])
+            at = found[0]
 
 
 def own_summary(block: Any, turn: Turn) -> bool:
@@ -366,7 +432,7 @@ def own_summary(block: Any, turn: Turn) -> bool:
         and not block.signature
         and raw is not None
         and raw.provider == turn.stack
-        and raw.model == ALL[turn.stack]
+        and raw.model == turn.model
     )
 
 
@@ -384,9 +450,11 @@ def arrived(block: Any, wire: str) -> bool:
     """Whether ``block`` (its unique word, data or URL) is in what was sent."""
     if isinstance(block, TextBlock):
         return json.dumps(block.text, ensure_ascii=False)[1:-1] in wire or not block.text.strip()
-    if isinstance(block, ImageBlock | DocumentBlock):
+    if isinstance(block, OpaqueBlock):
+        return str(block.provider_raw.data["item"]["id"]) in wire
+    if isinstance(block, ImageBlock | DocumentBlock | AudioBlock | VideoBlock):
         source = block.source
-        found = [getattr(source, key, None) for key in ("data", "url", "text")]
+        found = [getattr(source, key, None) for key in ("data", "url", "text", "file_id")]
         text = getattr(source, "text", None)
         if text:
             found.append(base64.b64encode(text.encode()).decode())
@@ -401,20 +469,27 @@ def arrived(block: Any, wire: str) -> bool:
 
 
 def same_calls_and_results(turn: Turn) -> None:
-    """The calls and results read back are the history's, each result answering its call."""
-    calls = [b for m in turn.sent for b in m.content if isinstance(b, ToolUseBlock)]
-    results = [b for m in turn.sent for b in m.content if isinstance(b, ToolResultBlock)]
+    """The calls and results read back are the history's, each result answering its call (the
+    latest before it of that id: a history may use an id again in a later turn)."""
+    calls: list[ToolUseBlock] = []
+    results: list[tuple[ToolResultBlock, int]] = []
+    latest: dict[str, int] = {}
+    for block in (b for m in turn.sent for b in m.content):
+        if isinstance(block, ToolUseBlock):
+            latest[block.id] = len(calls)
+            calls.append(block)
+        elif isinstance(block, ToolResultBlock):
+            results.append((block, latest[block.tool_use_id]))
     read_calls = [c for t in turn.prompt.turns for c in t.calls]
     read_results = [r for t in turn.prompt.turns for r in t.results]
     assert [(c.name, c.args) for c in read_calls] == [(c.name, c.input) for c in calls], turn.stack
     assert len(read_results) == len(results), turn.stack
-    position = {c.id: i for i, c in enumerate(calls)}
     read_ids = [c.id for c in read_calls]
-    for result, read in zip(results, read_results, strict=True):
+    for (result, answered), read in zip(results, read_results, strict=True):
         assert result.text in read.content, (turn.stack, result.text, read.content)
         flagged = read.is_error or read.content.startswith("Error")  # Chat has no is_error
         assert flagged == result.is_error, (turn.stack, read)
-        assert read.call_id == read_ids[position[result.tool_use_id]], turn.stack
+        assert read.call_id == read_ids[answered], turn.stack
 
 
 def read_back(turn: Turn) -> None:
