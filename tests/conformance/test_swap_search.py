@@ -1,11 +1,15 @@
 """A property search over conversations that move between every built-in stack (docs/contract.md
-§6-12): histories of mixed content (text and empty text, images, documents, tool calls with odd
-ids, parallel calls, results holding images, signed, unsigned and redacted thinking, citations,
-server-tool blocks, system prompts), each turn answered by another stack on the emulator in
-process. For every request: the emulator, refusing what that API refuses, takes it; every text,
-call and result the history holds arrives as the emulator's model reads it back; and every
-block that did not reach the wire is listed in the reply's warnings by its type. The search's
-size: tests/conftest.py (METIS_FULL_SEARCH)."""
+§6-13): a history of mixed content from elsewhere (text and empty text, images inline and by
+URL, documents with titles and context, file ids, audio, video, tool calls with odd and reused
+ids, results holding text, images, documents or failures, signed, unsigned and redacted
+thinking, citations, server-tool blocks, opaque blocks, system prompts at the start and later),
+then turns each answered by a stack drawn from all of them (whole or streamed, with thinking,
+parallel calls, web searches, code runs and structured output where it has them) on the
+emulator in process. For every request: the emulator, refusing what that API refuses, takes it;
+every text, call and result of the history is read back by the emulator's model in its role and
+order, each result answering its call; every block not on the wire is in the reply's warnings
+by its type; a document on the wire has its title and context; and the reply reads back as the
+model said it. The search's size: tests/conftest.py (METIS_FULL_SEARCH)."""
 
 from __future__ import annotations
 
@@ -143,9 +147,14 @@ def user_message(draw: st.DrawFn, marks: Marks) -> Message:
         blocks.append(ImageBlock.from_url(f"https://example.com/{marks('url')}.png"))
     if draw(st.booleans()):
         pdf = b"%PDF-1.7\n% " + marks("pdf").encode()
-        blocks.append(DocumentBlock.from_bytes(pdf, "application/pdf", title="Report"))
+        context = draw(st.sampled_from([None, f"Context {marks('context')}"]))
+        title = f"Report {marks('title')}"
+        blocks.append(
+            DocumentBlock.from_bytes(pdf, "application/pdf", title=title, context=context)
+        )
     if draw(st.booleans()):
-        blocks.append(DocumentBlock.from_text(f"Notes {marks('doc')}", title="Notes"))
+        title = f"Notes {marks('title')}"
+        blocks.append(DocumentBlock.from_text(f"Notes {marks('doc')}", title=title))
     files = st.sampled_from(["none", "pdf url", "file id", "audio", "video url"])
     file = draw(files)
     if file == "pdf url":
@@ -210,9 +219,14 @@ def assistant_turn(draw: st.DrawFn, marks: Marks) -> list[Message]:
 
 @st.composite
 def tool_result(draw: st.DrawFn, call: ToolUseBlock, marks: Marks) -> ToolResultBlock:
-    kind = draw(st.sampled_from(["text", "image", "error"]))
+    kind = draw(st.sampled_from(["text", "image", "document", "error"]))
     if kind == "image":
         content: Any = [TextBlock(text=f"Chart {marks('result')}"), png(marks("img"))]
+        return ToolResultBlock(tool_use_id=call.id, content=content)
+    if kind == "document":
+        pdf = b"%PDF-1.7\n% " + marks("pdf").encode()
+        attached = DocumentBlock.from_bytes(pdf, "application/pdf", title=f"Scan {marks('title')}")
+        content = [TextBlock(text=f"Scanned {marks('result')}"), attached]
         return ToolResultBlock(tool_use_id=call.id, content=content)
     if kind == "error":
         return ToolResultBlock(tool_use_id=call.id, content="", is_error=True)
@@ -319,8 +333,8 @@ async def play(plan: Plan) -> list[Turn]:
     for step in plan.steps:
         adapter = built(step.stack, emulator, store)
         can = adapter.capabilities_for(adapter.wire_model(step.model))
-        if step.stack in NO_TOOLS and any(b.type in CALLING for m in history for b in m.content):
-            continue  # refused before sending (docs/contract.md §13); not swapped there
+        if step.stack in NO_TOOLS and history and history[-1].role is Role.TOOL:
+            continue  # results it cannot read, in the turn sent: refused (docs/contract.md §8)
         reply = step.reply
         if reply.thinking and not can.supports_thinking:
             reply = replace(reply, thinking="")
@@ -365,9 +379,6 @@ async def play(plan: Plan) -> list[Turn]:
     return played
 
 
-CALLING = {"tool_use", "tool_result"}
-
-
 def server_tool(kind: str) -> Any:
     return WebSearch() if kind == "web_search" else CodeExecution()
 
@@ -397,7 +408,7 @@ def check(turn: Turn) -> None:
         and not own_summary(block, turn)
     ]
     assert lost == [], (turn.stack, lost, turn.response.warnings)
-    if not turn.emulated_tools:
+    if not turn.emulated_tools and turn.stack not in NO_TOOLS:
         same_calls_and_results(turn)
     if "text" not in warned:
         texts_in_order(turn)
@@ -447,7 +458,15 @@ def blocks_of(message: Message) -> list[Any]:
 
 
 def arrived(block: Any, wire: str) -> bool:
-    """Whether ``block`` (its unique word, data or URL) is in what was sent."""
+    """Whether ``block`` (its unique word, data or URL) is in what was sent; a document that
+    arrived arrives with its title and context."""
+    if isinstance(block, DocumentBlock) and _arrived(block, wire):
+        kept = [x for x in (block.title, block.context) if x and x not in wire]
+        assert kept == [], kept
+    return _arrived(block, wire)
+
+
+def _arrived(block: Any, wire: str) -> bool:
     if isinstance(block, TextBlock):
         return json.dumps(block.text, ensure_ascii=False)[1:-1] in wire or not block.text.strip()
     if isinstance(block, OpaqueBlock):
@@ -465,7 +484,11 @@ def arrived(block: Any, wire: str) -> bool:
         return block.data in wire
     if isinstance(block, ServerToolResultBlock):
         return all(r.url in wire for r in block.search_results or [])
-    return True  # calls, results (compared as read back), a server call (in its result's text)
+    if isinstance(block, ToolUseBlock):
+        return all(json.dumps(v)[1:-1] in wire for v in block.input.values())
+    if isinstance(block, ToolResultBlock):
+        return json.dumps(block.text, ensure_ascii=False)[1:-1] in wire
+    return True  # a server call: in its result's text
 
 
 def same_calls_and_results(turn: Turn) -> None:
