@@ -242,6 +242,8 @@ class Step:
     stream: bool
     schema: bool
     model: str = ""
+    saved: bool = False
+    """The history goes through its JSON form (a session saved and loaded) after this turn."""
 
     @property
     def tools(self) -> list[ToolDefinition]:
@@ -282,7 +284,7 @@ def step(draw: st.DrawFn, marks: Marks) -> Step:
     if draw(st.booleans()):
         reply = thinking(f"Think {marks('think')}.", reply)
     model = SEARCHES[stack] if reply.server else ALL[stack]
-    return Step(stack, reply, draw(st.booleans()), kind == "json", model)
+    return Step(stack, reply, draw(st.booleans()), kind == "json", model, draw(st.booleans()))
 
 
 @dataclass
@@ -376,7 +378,17 @@ async def play(plan: Plan) -> list[Turn]:
                 for c in response.tool_calls
             ]
             history.append(Message.tool(*results))
+        if step.saved:
+            history = saved_and_loaded(history)
     return played
+
+
+def saved_and_loaded(history: list[Message]) -> list[Message]:
+    """The history through its JSON form, which reads back equal (provenance, signatures and
+    all), as a session moved to another worker does."""
+    loaded = [Message.model_validate_json(m.model_dump_json()) for m in history]
+    assert loaded == history
+    return loaded
 
 
 def server_tool(kind: str) -> Any:
