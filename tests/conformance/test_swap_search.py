@@ -260,8 +260,8 @@ SCHEMA = {
 
 
 @st.composite
-def step(draw: st.DrawFn, marks: Marks) -> Step:
-    stack = draw(st.sampled_from(STACKS))
+def step(draw: st.DrawFn, marks: Marks, pool: list[str]) -> Step:
+    stack = draw(st.sampled_from(pool))
     kinds = ["text", "empty", "json"]
     kinds += ["tools", "tools"] if stack not in NO_TOOLS else []
     kinds += ["search"] if stack in SEARCHES else []
@@ -306,7 +306,8 @@ def plans(draw: st.DrawFn) -> Plan:
         prefix += draw(assistant_turn(marks))
         if draw(st.booleans()):
             prefix.append(Message.system(f"From now on {marks('system')}."))
-    steps = draw(st.lists(step(marks), min_size=2, max_size=5))
+    pool = draw(st.lists(st.sampled_from(STACKS), min_size=1, max_size=3, unique=True))
+    steps = draw(st.lists(step(marks, pool), min_size=2, max_size=5))  # back and forth
     system = draw(st.sampled_from([None, "", f"Answer in English {marks('system')}."]))
     return Plan(prefix, steps, system, marks)
 
@@ -420,6 +421,8 @@ def check(turn: Turn) -> None:
         and not own_summary(block, turn)
     ]
     assert lost == [], (turn.stack, lost, turn.response.warnings)
+    leaked = [s for s, owner in secrets(turn.sent) if not made_by(owner, turn) and s in wire]
+    assert leaked == [], (turn.stack, leaked)
     if not turn.emulated_tools and turn.stack not in NO_TOOLS:
         same_calls_and_results(turn)
     if "text" not in warned:
@@ -444,6 +447,31 @@ def texts_in_order(turn: Turn) -> None:
             found = [i for i in found if block.text in read[i][1]]
             assert found, (turn.stack, role, block.text, read[at:])
             at = found[0]
+
+
+SECRET_KEYS = ("thoughtSignature", "encrypted_content", "reasoningText")
+
+
+def secrets(messages: list[Message]) -> list[tuple[str, ProviderRaw | None]]:
+    """What only the model that made it may be sent: signatures, redacted or encrypted
+    reasoning, opaque blocks, with who made each."""
+    found: list[tuple[str, ProviderRaw | None]] = []
+    for block in (b for m in messages for b in blocks_of(m)):
+        raw = block.provider_raw
+        if isinstance(block, ThinkingBlock) and block.signature:
+            found.append((block.signature, raw))
+        elif isinstance(block, RedactedThinkingBlock):
+            found.append((block.data, raw))
+        elif isinstance(block, OpaqueBlock):
+            found.append((json.dumps(block.provider_raw.data["item"])[1:-1], raw))
+        data = raw.data if raw is not None else {}
+        found += [(v, raw) for k in SECRET_KEYS if isinstance(v := data.get(k), str) and v]
+    return found
+
+
+def made_by(owner: ProviderRaw | None, turn: Turn) -> bool:
+    models = {turn.model, turn.model.partition(":")[2]}
+    return owner is not None and owner.provider == turn.stack and owner.model in models
 
 
 def own_summary(block: Any, turn: Turn) -> bool:
