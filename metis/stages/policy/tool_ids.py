@@ -88,11 +88,12 @@ class ToolIds(EventHook[CanonicalRequest]):
     async def open(self, request: CanonicalRequest, call: Call) -> tuple[CanonicalRequest, Watch]:
         """The history with the provider's ids, and the watch that gives the reply's ids
         canonical ones (and remembers the pairs at ``message.complete``)."""
+        given = call.history(request.messages).tool_ids
         request = _distinct_calls(request, call.history(request.messages))
         outward = await self._provider_ids(request, call)
         if outward:
             request = _rewrite_history(request, outward, call.history(request.messages))
-        inward = {pid: cid for cid, pid in outward.items() if REPEAT not in cid}
+        inward = {pid: cid for cid, pid in outward.items() if cid in given}
         return request, _Mapping(self, call, inward)
 
     async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
@@ -206,6 +207,7 @@ def _distinct_calls(request: CanonicalRequest, history: History) -> CanonicalReq
 def _renamed(messages: list[Message], history: History) -> dict[int, Message]:
     seen: set[str] = set()
     current: dict[str, str] = {}  # a repeated id -> what its latest call is sent as
+    counts: dict[str, int] = {}
     out: dict[int, Message] = {}
     for i in history.tools_at:
         mine: set[str] = set()
@@ -213,8 +215,8 @@ def _renamed(messages: list[Message], history: History) -> dict[int, Message]:
         for block in messages[i].content:
             if isinstance(block, ToolUseBlock):
                 if block.id in seen and block.id not in mine:
-                    count = int(current.get(block.id, "~0").rpartition(REPEAT)[2]) + 1
-                    current[block.id] = f"{block.id}{REPEAT}{count}"
+                    counts[block.id] = counts.get(block.id, 0) + 1
+                    current[block.id] = f"{block.id}{REPEAT}{counts[block.id]}"
                 mine.add(block.id)
                 if block.id in current:
                     block = updated(block, id=current[block.id])
