@@ -406,6 +406,92 @@ def test_a_conversation_swapped_across_every_stack_loses_nothing_unreported(plan
         read_back(turn)
 
 
+@pytest.mark.usefixtures("no_backoff")
+def test_one_conversation_holding_everything_visits_every_stack_in_turn() -> None:
+    """The same checks, on one history holding every kind of block, each built-in stack taking
+    a turn in order: a call, reasoning or an answer by turns, each answered by the next."""
+    marks = Marks()
+    steps = []
+    for i, stack in enumerate(STACKS):
+        reply = (
+            tools(("get_weather", {"city": marks("city")}), ("get_weather", {"city": "Rome"}))
+            if i % 3 == 0 and stack not in NO_TOOLS
+            else thinking(f"Think {marks('think')}.", f"Reply {marks('said')}.")
+            if i % 3 == 1
+            else text(f"Reply {marks('said')}.")
+        )
+        steps.append(Step(stack, reply, stream=i % 2 == 1, schema=False, model=ALL[stack]))
+    plan = Plan(everything(marks), steps, f"Answer in English {marks('system')}.", marks)
+    played = anyio.run(play, plan)
+    assert len(played) >= len(STACKS) - 1  # Perplexity may come when results are due
+    for turn in played:
+        check(turn)
+        read_back(turn)
+
+
+def everything(marks: Marks) -> list[Message]:
+    pdf = b"%PDF-1.7\n% " + marks("pdf").encode()
+    asked = Message.user(
+        f"Look at {marks('user')}.",
+        TextBlock(text=""),
+        png(marks("img")),
+        ImageBlock.from_url(f"https://example.com/{marks('url')}.png"),
+        DocumentBlock.from_bytes(pdf, "application/pdf", title=f"R {marks('t')}", context="Q3"),
+        DocumentBlock.from_text(f"Notes {marks('doc')}", title=f"N {marks('t')}"),
+        DocumentBlock.from_file_id(f"file-{marks('fid')}", provider="openai"),
+        AudioBlock.from_bytes(b"RIFF\x24\x00\x00\x00WAVEfmt " + marks("wav").encode(), "audio/wav"),
+        VideoBlock.from_url(f"https://www.youtube.com/watch?v={marks('vid')}"),
+    )
+    found = [SearchResult(url=f"https://example.com/{marks('found')}", title="Found")]
+    raw = ProviderRaw(provider="elsewhere", data={"item": {"type": "mcp_call", "id": "mcp1"}})
+    calls = [
+        ToolUseBlock(id=odd, name="get_weather", input={"city": marks("city")})
+        for odd in ("a b/c.d", "x" * 80, "call_0")
+    ]
+    answered = Message(
+        role=Role.ASSISTANT,
+        content=[
+            ThinkingBlock(thinking=f"Hmm {marks('think')}."),
+            ThinkingBlock(
+                thinking=f"Signed {marks('think')}.", signature="c2ln", provider_raw=ELSEWHERE
+            ),
+            RedactedThinkingBlock(data=marks("redacted"), provider_raw=ELSEWHERE),
+            ServerToolCallBlock(
+                id="srv_1", name="web_search", input={"q": "q"}, provider_raw=ELSEWHERE
+            ),
+            ServerToolResultBlock(
+                tool_call_id="srv_1",
+                name="web_search",
+                search_results=found,
+                provider_raw=ELSEWHERE,
+            ),
+            OpaqueBlock(kind="mcp_call", provider_raw=raw),
+            TextBlock(text=f"Said {marks('said')}.", citations=[Citation(kind="url", url="u")]),
+            *calls,
+        ],
+    )
+    results = Message.tool(
+        ToolResultBlock(tool_use_id=calls[0].id, content=f"Sunny {marks('result')}"),
+        ToolResultBlock(
+            tool_use_id=calls[1].id, content=[TextBlock(text="Chart"), png(marks("img"))]
+        ),
+        ToolResultBlock(tool_use_id=calls[2].id, content="", is_error=True),
+    )
+    again = ToolUseBlock(id="call_0", name="get_weather", input={"city": marks("city")})
+    return [
+        Message.system(f"Be brief {marks('system')}."),
+        asked,
+        answered,
+        results,
+        Message.assistant(f"Done {marks('said')}."),
+        Message.system(f"From now on {marks('system')}."),
+        Message.user(f"Again {marks('user')}?"),
+        Message.assistant(again),
+        Message.tool(ToolResultBlock(tool_use_id="call_0", content=f"Rain {marks('result')}")),
+        Message.assistant(f"Done {marks('said')}."),
+    ]
+
+
 def check(turn: Turn) -> None:
     """The request was taken (else ``complete`` raised); what it read back holds every call,
     result and text of the history; whatever did not reach the wire is reported."""
