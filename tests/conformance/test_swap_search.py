@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -121,6 +122,18 @@ ODD_IDS = ["call_1", "toolu_01A", "a b/c.d", "a_b_c_d", "a-b-c-d", "x" * 80, "x"
 ODD_IDS += ["ñ-1", "fc_1", "123456789", "call:1", "-", "call_0", "0"]
 
 
+WORDS = [
+    ".",
+    " — naïve café, 東京 🌧?",
+    ".\n\nA second paragraph:\n- a list",
+    ' "quoted" \\ back\tslash',
+]
+CITIES = ["", "São Paulo ", "Zürich\n", '"Quote" ']
+
+
+MARK = re.compile(r"[a-z]+[0-9]+q")
+
+
 @dataclass
 class Marks:
     """Unique words, one per block, so each block is found (or not) in what was sent."""
@@ -138,7 +151,8 @@ def png(mark: str) -> ImageBlock:
 
 @st.composite
 def user_message(draw: st.DrawFn, marks: Marks) -> Message:
-    blocks: list[Any] = [TextBlock(text=f"Look at {marks('user')}.")]
+    words = draw(st.sampled_from(WORDS))
+    blocks: list[Any] = [TextBlock(text=f"Look at {marks('user')}{words}")]
     if draw(st.booleans()):
         blocks.append(TextBlock(text=""))
     if draw(st.booleans()):
@@ -209,7 +223,10 @@ def assistant_turn(draw: st.DrawFn, marks: Marks) -> list[Message]:
     if draw(st.booleans()):
         blocks.append(TextBlock(text=""))
     ids = draw(st.lists(st.sampled_from(ODD_IDS), max_size=3, unique=True))
-    calls = [ToolUseBlock(id=i, name="get_weather", input={"city": marks("city")}) for i in ids]
+    city = draw(st.sampled_from(CITIES))
+    calls = [
+        ToolUseBlock(id=i, name="get_weather", input={"city": city + marks("city")}) for i in ids
+    ]
     turn = [Message(role=Role.ASSISTANT, content=blocks + calls)]
     if calls:  # answered, so the files in the results are of an older turn
         turn.append(Message.tool(*[draw(tool_result(call, marks)) for call in calls]))
@@ -270,7 +287,10 @@ def step(draw: st.DrawFn, marks: Marks, pool: list[str]) -> Step:
     if kind == "tools":
         count = draw(st.integers(1, 3))
         say = draw(st.sampled_from(["", f"Checking {marks('said')}."]))
-        reply = tools(*[("get_weather", {"city": marks("city")}) for _ in range(count)], say=say)
+        city = draw(st.sampled_from(CITIES))
+        reply = tools(
+            *[("get_weather", {"city": city + marks("city")}) for _ in range(count)], say=say
+        )
     elif kind == "search":
         found = [(f"https://example.com/{marks('found')}", "Found")]
         cite = draw(st.booleans())
@@ -610,8 +630,8 @@ def _arrived(block: Any, wire: str) -> bool:
         return block.data in wire
     if isinstance(block, ServerToolResultBlock):
         return all(r.url in wire for r in block.search_results or [])
-    if isinstance(block, ToolUseBlock):
-        return all(json.dumps(v)[1:-1] in wire for v in block.input.values())
+    if isinstance(block, ToolUseBlock):  # arguments may be a JSON string in the body, escaped
+        return all(mark in wire for mark in MARK.findall(json.dumps(block.input)))  # twice
     if isinstance(block, ToolResultBlock):
         return json.dumps(block.text, ensure_ascii=False)[1:-1] in wire
     return True  # a server call: in its result's text
