@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -98,7 +99,9 @@ ALONE = {"gemini", "vertex", "openai", "perplexity"}  # server tools without fun
 LOCAL = {"ollama", "vllm", "llamacpp", "openai_compatible"}  # capabilities the caller declares
 
 
-def built(stack: str, emulator: Emulator, store: InMemoryToolIdStore) -> Adapter:
+def built(
+    stack: str, emulator: Emulator, client: httpx.AsyncClient, store: InMemoryToolIdStore
+) -> Adapter:
     settings_: dict[str, Any] = {}
     api_key: str | None = "test-key"
     if stack.startswith("vertex"):
@@ -109,7 +112,7 @@ def built(stack: str, emulator: Emulator, store: InMemoryToolIdStore) -> Adapter
     config = AdapterConfig(
         api_key=api_key,
         base_url=None if stack in COMPATIBLE else emulator.base_url(target(stack)),
-        http_client=emulator.client(),
+        http_client=client,
         settings=settings_,
         capabilities=local if stack in LOCAL else {},
     )
@@ -193,12 +196,8 @@ def assistant_turn(draw: st.DrawFn, marks: Marks) -> list[Message]:
     if draw(st.booleans()):
         blocks.append(ThinkingBlock(thinking=f"Hmm {marks('think')}."))
     if draw(st.booleans()):
-        raw = ELSEWHERE.model_copy(update={"data": {}})
-        blocks.append(
-            ThinkingBlock(
-                thinking=f"Signed {marks('think')}.", signature="c2lnbmVk", provider_raw=raw
-            )
-        )
+        signed = f"Signed {marks('think')}."
+        blocks.append(ThinkingBlock(thinking=signed, signature="c2lnbmVk", provider_raw=ELSEWHERE))
     if draw(st.booleans()):
         blocks.append(RedactedThinkingBlock(data=marks("redacted"), provider_raw=ELSEWHERE))
     if draw(st.booleans()):
@@ -350,14 +349,21 @@ class Turn:
 async def play(plan: Plan) -> list[Turn]:
     script = Script([])
     emulator = Emulator(model=script, models="any")
+    async with emulator.client() as client:
+        return await turns_of(plan, script, emulator, client)
+
+
+async def turns_of(
+    plan: Plan, script: Script, emulator: Emulator, client: httpx.AsyncClient
+) -> list[Turn]:
     store = InMemoryToolIdStore()
     history = list(plan.prefix)
-    played = []
+    turns: list[Turn] = []
     for step in plan.steps:
-        adapter = built(step.stack, emulator, store)
-        can = adapter.capabilities_for(adapter.wire_model(step.model))
         if step.stack in NO_TOOLS and history and history[-1].role is Role.TOOL:
             continue  # results it cannot read, in the turn sent: refused (docs/contract.md §8)
+        adapter = built(step.stack, emulator, client, store)
+        can = adapter.capabilities_for(adapter.wire_model(step.model))
         reply = step.reply
         if reply.thinking and not can.supports_thinking:
             reply = replace(reply, thinking="")
@@ -391,7 +397,7 @@ async def play(plan: Plan) -> list[Turn]:
             can.tools_emulated,
             step.model,
         )
-        played.append(turn)
+        turns.append(turn)
         history.append(response.message)
         if response.tool_calls:
             results = [
@@ -401,7 +407,7 @@ async def play(plan: Plan) -> list[Turn]:
             history.append(Message.tool(*results))
         if step.saved:
             history = saved_and_loaded(history)
-    return played
+    return turns
 
 
 def saved_and_loaded(history: list[Message]) -> list[Message]:
