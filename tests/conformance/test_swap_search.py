@@ -51,6 +51,7 @@ from metis.model.server_tools import (
     ServerToolResultBlock,
 )
 from metis.pipeline.stores import InMemoryToolIdStore
+from metis.routing import Router
 from metis.testing.emulator import (
     Emulator,
     Reply,
@@ -260,6 +261,8 @@ class Step:
     model: str = ""
     saved: bool = False
     """The history goes through its JSON form (a session saved and loaded) after this turn."""
+    routed: bool = False
+    """Asked through a route (``metis.routing.Router``), which fits the request first."""
 
     @property
     def tools(self) -> list[ToolDefinition]:
@@ -303,7 +306,8 @@ def step(draw: st.DrawFn, marks: Marks, pool: list[str]) -> Step:
     if draw(st.booleans()):
         reply = thinking(f"Think {marks('think')}.", reply)
     model = SEARCHES[stack] if reply.server else ALL[stack]
-    return Step(stack, reply, draw(st.booleans()), kind == "json", model, draw(st.booleans()))
+    stream, saved, routed = (draw(st.booleans()) for _ in range(3))
+    return Step(stack, reply, stream, kind == "json", model, saved, routed)
 
 
 @dataclass
@@ -383,7 +387,12 @@ async def turns_of(
             output_schema=SCHEMA if step.schema and can.supports_structured_output else None,
         )
         with anyio.fail_after(20):
-            response = await answer(adapter, request, step.stream)
+            if step.routed:
+                route = Router([step.model], adapters={step.stack: adapter}, max_retries=0)
+                routed = request.model_copy(update={"model": "route:swap"})
+                response = await answer(route, routed, step.stream)
+            else:
+                response = await answer(adapter, request, step.stream)
         await adapter.aclose()
         body = emulator.requests[-1].body.decode()
         prompt = script.prompts[-1]
