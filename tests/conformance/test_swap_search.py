@@ -348,6 +348,8 @@ class Turn:
     prompt: Prompt
     emulated_tools: bool
     model: str
+    issued: set[str] = field(default_factory=set)
+    """The call ids this stack's replies gave out before this turn."""
 
 
 async def play(plan: Plan) -> list[Turn]:
@@ -363,6 +365,7 @@ async def turns_of(
     store = InMemoryToolIdStore()
     history = list(plan.prefix)
     turns: list[Turn] = []
+    issued: dict[str, set[str]] = {}
     for step in plan.steps:
         if step.stack in NO_TOOLS and history and history[-1].role is Role.TOOL:
             continue  # results it cannot read, in the turn sent: refused (docs/contract.md §8)
@@ -405,7 +408,9 @@ async def turns_of(
             prompt,
             can.tools_emulated,
             step.model,
+            set(issued.get(step.stack, ())),
         )
+        issued.setdefault(step.stack, set()).update(emulator.requests[-1].call_ids)
         turns.append(turn)
         history.append(response.message)
         if response.tool_calls:
@@ -544,6 +549,11 @@ def check(turn: Turn) -> None:
     assert lost == [], (turn.stack, lost, turn.response.warnings)
     leaked = [s for s, owner in secrets(turn.sent) if not made_by(owner, turn) and s in wire]
     assert leaked == [], (turn.stack, leaked)
+    if turn.stack == "mistral":  # 9 of [A-Za-z0-9], unless it issued it (the emulator does not)
+        sent = [c["id"] for m in body["messages"] for c in m.get("tool_calls") or []]
+        sent += [m["tool_call_id"] for m in body["messages"] if m["role"] == "tool"]
+        odd = [i for i in sent if i not in turn.issued and not re.fullmatch("[A-Za-z0-9]{9}", i)]
+        assert odd == [], odd
     if not turn.emulated_tools and turn.stack not in NO_TOOLS:
         same_calls_and_results(turn)
     if "text" not in warned:
