@@ -20,7 +20,7 @@ def _unreasoning(model: Any) -> bool:
     from metis.catalog.lookup import find_model  # asked only of a body with an effort
 
     info = find_model("openai", str(model))
-    return info is not None and not info.reasoning
+    return info is not None and info.reasoning is False
 
 
 def chat_effort(body: dict[str, Any]) -> Iterator[Refusal]:

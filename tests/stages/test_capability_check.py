@@ -352,3 +352,37 @@ def test_stop_sequences_need_a_model_that_takes_them() -> None:
     caps = AdapterCapabilities(supports_stop_sequences=False)
     assert unmet_needs(request, caps) == ["stop sequences were given and the model takes none"]
     assert unmet_needs(request, AdapterCapabilities()) == []
+
+
+# A conversation that used tools, moved to a model without tool calling ----------------------
+
+CALLED = [
+    Message.user("weather in Oslo?"),
+    Message.assistant("Checking.", ToolUseBlock(id="tu_1", name="weather", input={"city": "Oslo"})),
+    Message.tool(ToolResultBlock(tool_use_id="tu_1", content="rain")),
+    Message.assistant("Rain in Oslo."),
+]
+
+
+@pytest.mark.anyio
+async def test_the_calls_of_earlier_turns_reach_a_model_without_tool_calling_as_text() -> None:
+    """As a file of an earlier turn the model cannot read is left out with a WARN, not refused
+    (docs/contract.md §8): the conversation moves there, its calls and results as text."""
+    stage = bound(CapabilityCheck(), capabilities=_lacking(supports_tools=False))
+    call = make_call()
+    sent = stage.rewrite(_request(*CALLED, Message.user("and Rome?")), call)
+    assert [m.role for m in sent.messages] == [Role.USER, Role.ASSISTANT] * 2 + [Role.USER]
+    said, answered = sent.messages[1].text, sent.messages[2].text
+    call_text = '{"name": "weather", "arguments": {"city": "Oslo"}}'
+    assert said == f"Checking.\n<tool_call>{call_text}</tool_call>"
+    assert answered == '<tool_result name="weather" id="tu_1">rain</tool_result>'
+    assert [(w.block_type, w.message_id) for w in call.drops.warnings] == [
+        ("tool_use", "messages[1]"),
+        ("tool_result", "messages[2]"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_results_in_the_turn_sent_to_a_model_without_tool_calling_are_still_refused() -> None:
+    with pytest.raises(CapabilityError, match="has no tool calling"):
+        await _run(_request(*CALLED[:3]), _lacking(supports_tools=False))

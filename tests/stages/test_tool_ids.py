@@ -25,6 +25,7 @@ from metis.model import (
     TextBlock,
     TextDelta,
     TokenUsage,
+    ToolDefinition,
     ToolResultBlock,
     ToolUseBlock,
     ToolUseEnd,
@@ -845,3 +846,50 @@ async def test_a_message_sent_again_gets_each_providers_ids_and_an_edit_its_own(
     history.messages[2].content[0] = ToolResultBlock(tool_use_id=other, content="sun")
     sent, _ = await toolu.open(history, make_call(session_id=None))
     assert _wire_ids(sent)[1] == [derive_provider_tool_id(other, "toolu_")]
+
+
+# A history that uses a call id again in a later turn ----------------------------------------
+
+
+def _numbered_per_turn() -> CanonicalRequest:
+    """Two turns each calling ``call_0`` (an imported history, or a server numbering its calls
+    per reply, whose echoed id reads back as the history's canonical one)."""
+    turns: list[Message] = []
+    for city in ("Oslo", "Rome"):
+        turns += [
+            Message.user(f"weather in {city}?"),
+            Message.assistant(ToolUseBlock(id="call_0", name="weather", input={"city": city})),
+            Message.tool(ToolResultBlock(tool_use_id="call_0", content=f"{city}: rain")),
+            Message.assistant(f"Rain in {city}."),
+        ]
+    return _request(*turns, Message.user("thanks"))
+
+
+@pytest.mark.anyio
+async def test_a_call_id_used_again_in_a_later_turn_is_sent_as_another_id() -> None:
+    sent, _ = await drive(
+        bound(ToolIds(prefix="toolu_")), _numbered_per_turn(), make_call(), _tool_events()
+    )
+    uses, results = _wire_ids(sent[0])
+    assert len(set(uses)) == 2 and results == uses  # each result still answers its own call
+    again = _numbered_per_turn()
+    resent, _ = await drive(bound(ToolIds(prefix="toolu_")), again, make_call(), _tool_events())
+    assert _wire_ids(resent[0]) == (uses, results)  # the same ids on every call
+
+
+@pytest.mark.backend_independent
+@pytest.mark.anyio
+@pytest.mark.parametrize("stack", ["anthropic", "bedrock", "openai"])
+async def test_a_history_reusing_a_call_id_is_taken_by_every_provider(stack: str) -> None:
+    """Anthropic refuses a request whose tool_use ids repeat (``messages.5.content.0:
+    `tool_use` ids must be unique``): the history moved there as it was never arrived."""
+    emulator = Emulator(models="any")
+    settings = {"region": "us-east-1"} if stack == "bedrock" else {}
+    config = AdapterConfig(api_key="k", http_client=emulator.client(), settings=settings)
+    adapter = build_adapter(stack, config)
+    tool = ToolDefinition(name="weather", input_schema={"type": "object"})
+    request = _numbered_per_turn().model_copy(
+        update={"model": f"{stack}:some-model", "tools": [tool]}
+    )
+    await adapter.complete(request)
+    assert [r.status for r in emulator.requests] == [200]

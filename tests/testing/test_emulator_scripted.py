@@ -195,6 +195,85 @@ def test_tools_offered_in_the_system_prompt_are_called_with_tags_whoever_answers
     )
 
 
+def test_what_a_model_says_before_its_tagged_calls_is_kept() -> None:
+    reply = tools(("get_weather", {"city": "Lima"}), say="Checking.")
+    emulator = Emulator(model=[reply], models="any")
+    system = '<tools>\n{"name": "get_weather", "parameters": {"type": "object"}}\n</tools>'
+    body = {
+        "model": "tgi",
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": "Lima?"}],
+    }
+    with httpx.Client(transport=emulator.transport(), base_url="http://emulator") as http:
+        answer = http.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+    said = answer.json()["choices"][0]["message"]["content"]
+    call = '{"name": "get_weather", "arguments": {"city": "Lima"}}'
+    assert said == f"Checking.<tool_call>{call}</tool_call>"
+
+
+def test_the_callers_own_system_prompt_is_read_beside_tools_offered_in_it() -> None:
+    """metis's tool_shim adds its ``# Tools`` section after the caller's system prompt: the
+    model reads the tools from it and the caller's words as the system prompt (they were
+    read as nothing)."""
+    script = Script(["Cold."])
+    tools_section = '# Tools\n\n<tools>\n{"name": "get_weather", "parameters": {}}\n</tools>'
+    body = {
+        "model": "tgi",
+        "messages": [
+            {"role": "system", "content": "Be brief.\n\n" + tools_section},
+            {"role": "user", "content": "Lima?"},
+        ],
+    }
+    emulator = Emulator(model=script, models="any")
+    with httpx.Client(transport=emulator.transport(), base_url="http://e") as http:
+        http.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+    (prompt,) = script.prompts
+    assert prompt.system == "Be brief." and [t.name for t in prompt.tools] == ["get_weather"]
+
+
+def test_a_gemini_function_response_holding_an_error_is_read_as_a_failed_call() -> None:
+    script = Script(["Sorry.", "Sunny."])
+    emulator = Emulator(model=script, models="any")
+    call = {"functionCall": {"id": "c1", "name": "get_weather", "args": {}}}
+    path = "/v1beta/models/gemini-2.5-flash:generateContent"
+    with httpx.Client(transport=emulator.transport(), base_url="http://e") as http:
+        for response in ({"error": "no such city"}, {"output": "sunny"}):
+            answer = {"functionResponse": {"id": "c1", "name": "get_weather", "response": response}}
+            contents = [
+                {"role": "user", "parts": [{"text": "Lima?"}]},
+                {"role": "model", "parts": [call]},
+                {"role": "user", "parts": [answer]},
+            ]
+            http.post(path, json={"contents": contents}, headers={"x-goog-api-key": "k"})
+    failed, answered = (prompt.turns[-1].results[0] for prompt in script.prompts)
+    assert (failed.content, failed.is_error) == ("no such city", True)
+    assert (answered.content, answered.is_error) == ("sunny", False)
+
+
+def test_a_nova_code_run_sent_back_is_not_read_as_the_models_own_call() -> None:
+    """Bedrock Converse: a system tool's ``toolUse`` (``type: server_tool_use``) and its
+    ``toolResult`` in the history are the service's, not calls the model made."""
+    script = Script(["Done."])
+    emulator = Emulator(model=script, models="any")
+    use = {"toolUseId": "t1", "name": "nova_code_interpreter", "input": {"code": "1"}}
+    result = {"toolUseId": "t1", "type": "nova_code_interpreter_result", "status": "success"}
+    ran = [{"toolUse": {**use, "type": "server_tool_use"}}, {"toolResult": {**result}}]
+    ran[1]["toolResult"]["content"] = [{"text": "1"}]
+    messages = [
+        {"role": "user", "content": [{"text": "Run it."}]},
+        {"role": "assistant", "content": [*ran, {"text": "It printed 1."}]},
+        {"role": "user", "content": [{"text": "Thanks."}]},
+    ]
+    path = "/model/us.amazon.nova-2-lite-v1:0/converse"
+    with httpx.Client(transport=emulator.transport(), base_url="http://e") as http:
+        tools = {"tools": [{"systemTool": {"name": "nova_code_interpreter"}}]}
+        sent = {"messages": messages, "toolConfig": tools}
+        answer = http.post(path, json=sent, headers={"authorization": "Bearer k"})
+    assert answer.status_code == 200, answer.text
+    (prompt,) = script.prompts
+    assert [(t.calls, t.results) for t in prompt.turns] == [([], [])] * 3
+    assert prompt.turns[1].text == "It printed 1."
+
+
 def test_a_reply_the_model_cannot_give_is_refused_not_crashed() -> None:
     emulator = Emulator(model=lambda prompt: 42)
     with httpx.Client(transport=emulator.transport(), base_url="http://emulator") as http:

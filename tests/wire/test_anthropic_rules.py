@@ -89,6 +89,15 @@ def test_what_the_api_accepts_passes(fields: dict[str, Any]) -> None:
     assert anthropic_problems(body(**fields)) == []
 
 
+def test_a_tool_use_id_used_again_in_the_request_is_refused() -> None:
+    use = {"type": "tool_use", "id": "call_0", "name": "f", "input": {}}
+    answer = {"type": "tool_result", "tool_use_id": "call_0", "content": "ok"}
+    turn = [{"role": "assistant", "content": [use]}, {"role": "user", "content": [answer]}]
+    twice = body(tools=[TOOL], messages=[*ASK, *turn, *turn])
+    assert anthropic_problems(twice) == ["messages.3.content.0: `tool_use` ids must be unique"]
+    assert anthropic_problems(body(tools=[TOOL], messages=[*ASK, *turn])) == []
+
+
 def canonical(**fields: Any) -> CanonicalRequest:
     return CanonicalRequest(
         model="anthropic:claude-sonnet-4-5",

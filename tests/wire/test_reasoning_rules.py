@@ -61,3 +61,24 @@ async def test_metis_never_sends_it_there(stack: str) -> None:
     sent = json.loads(emulator.requests[-1].body)
     assert "reasoning_effort" not in sent and "reasoning" not in sent
     assert [w.block_type for w in reply.warnings] == ["reasoning"]
+
+
+def test_a_model_whose_reasoning_the_catalog_does_not_say_is_not_refused() -> None:
+    """OpenAI's catalog lists gpt-oss-120b without saying whether it reasons: Cerebras and Groq
+    serve it (and take its effort) under that name, at the Chat Completions path."""
+    body = {"model": "gpt-oss-120b", "messages": HI, "reasoning_effort": "low"}
+    assert openai_chat_problems(body) == []
+    response = {"model": "gpt-oss-120b", "input": HI, "reasoning": {"effort": "low"}}
+    assert openai_responses_problems(response) == []
+
+
+@pytest.mark.backend_independent
+@pytest.mark.anyio
+async def test_cerebras_thinks_with_gpt_oss() -> None:
+    emulator = Emulator(models="any")
+    adapter = build_adapter("cerebras", api_key="k", http_client=emulator.client())
+    asked = CanonicalRequest(
+        model="gpt-oss-120b", messages=HI, thinking="high", max_output_tokens=50
+    )
+    await adapter.complete(asked)
+    assert json.loads(emulator.requests[-1].body)["reasoning_effort"] == "high"

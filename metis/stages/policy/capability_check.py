@@ -8,9 +8,7 @@ from __future__ import annotations
 from metis.catalog.estimate import TokenProfile, estimate_request_tokens
 from metis.errors import CapabilityError
 from metis.model.capabilities import AdapterCapabilities
-from metis.model.content import (
-    Base64ImageSource,
-)
+from metis.model.content import Base64ImageSource, Role, ToolUseBlock
 from metis.model.history import History, history_of
 from metis.model.media_fit import Drop, fit_media
 from metis.model.request import CanonicalRequest
@@ -18,6 +16,7 @@ from metis.model.tool_fit import fit_strict_tools, fit_tools
 from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import RequestStage
+from metis.stages.policy.tool_shim.history import text_history, uses_tools
 from metis.wire.compaction import window_start
 
 
@@ -36,6 +35,7 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         history = call.history(request.messages)
         if call.terms.capabilities_checked:  # a router decided what it can serve before choosing
             request, _ = fit_media(request, caps, call.provider, call.warn_dropped, history)
+            request = fit_tool_history(request, caps, call.warn_dropped)
             return fit_tools(request, caps)[0]
         profile = self._services.token_profile_for(call.wire_model)
         drop = call.warn_dropped
@@ -77,12 +77,42 @@ def fitted_for(
     ``history``: the record of the request's messages, when the caller has it."""
     messages = request.messages
     request, problems = fit_media(request, caps, provider, drop or _unsaid, history)
+    request = fit_tool_history(request, caps, drop or _unsaid, history)
     if request.messages is not messages:
-        history = None  # a file was dropped: another history
+        history = None  # a file was dropped, or calls made text: another history
     request, unmet = fit_tools(request, caps)
     estimate = read_estimate(request, provider, profile, caps, history)
     problems += unmet + unmet_needs(request, caps, profile, estimate=estimate, history=history)
     return request, problems, int(estimate)
+
+
+def fit_tool_history(
+    request: CanonicalRequest,
+    caps: AdapterCapabilities,
+    drop: Drop,
+    history: History | None = None,
+) -> CanonicalRequest:
+    """For a model without tool calling, the tool calls and results of the turns before the
+    one being sent written as text (tool_shim's tags), each message's reported to ``drop``;
+    those of the turn being sent (results answering the last assistant message's calls) stay,
+    and are refused as the model cannot read them."""
+    if caps.supports_tools or not (history or history_of(request.messages)).tools_at:
+        return request
+    messages = request.messages
+    last = max((i for i, m in enumerate(messages) if m.role is Role.ASSISTANT), default=-1)
+    if last >= 0 and any(isinstance(b, ToolUseBlock) for b in messages[last].content):
+        last -= 1  # its calls are answered in the turn being sent
+    older = messages[: last + 1]
+    if not uses_tools(older):
+        return request
+    for i, message in enumerate(older):
+        for kind in dict.fromkeys(b.type for b in message.content if b.type in _CALLING):
+            drop(kind, NO_TOOL_CALLING, f"messages[{i}]")
+    return request.model_copy(update={"messages": [*text_history(older), *messages[last + 1 :]]})
+
+
+_CALLING = ("tool_use", "tool_result")
+NO_TOOL_CALLING = "the model has no tool calling: sent as text in its turn"
 
 
 def read_estimate(

@@ -88,10 +88,12 @@ class ToolIds(EventHook[CanonicalRequest]):
     async def open(self, request: CanonicalRequest, call: Call) -> tuple[CanonicalRequest, Watch]:
         """The history with the provider's ids, and the watch that gives the reply's ids
         canonical ones (and remembers the pairs at ``message.complete``)."""
+        given = call.history(request.messages).tool_ids
+        request = _distinct_calls(request, call.history(request.messages))
         outward = await self._provider_ids(request, call)
         if outward:
             request = _rewrite_history(request, outward, call.history(request.messages))
-        inward = {pid: cid for cid, pid in outward.items()}
+        inward = {pid: cid for cid, pid in outward.items() if cid in given}
         return request, _Mapping(self, call, inward)
 
     async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
@@ -181,6 +183,50 @@ def _rewritten(
             copied = _REWRITTEN.put(message, key, updated(message, content=content))
         out[i] = copied
     return tuple(out)
+
+
+REPEAT = "~"
+"""Joins a canonical id used again by a later call to its count, the id that call is sent as."""
+
+
+def _distinct_calls(request: CanonicalRequest, history: History) -> CanonicalRequest:
+    """``request`` with each call that reuses an earlier message's call id (an imported history
+    numbering its calls per turn, a provider that does) and the results after it under an id
+    of their own, ``<id>~<n>``, from which the provider id is derived: Anthropic refuses a
+    request whose ``tool_use`` ids repeat, and a provider reading a repeated id cannot tell
+    which call a result answers."""
+    renamed = history.kept(("tool_ids", "repeats"), partial(_renamed, request.messages, history))
+    if not renamed:
+        return request
+    messages = list(request.messages)
+    for i, message in renamed.items():
+        messages[i] = message
+    return updated(request, messages=messages)
+
+
+def _renamed(messages: list[Message], history: History) -> dict[int, Message]:
+    seen: set[str] = set()
+    current: dict[str, str] = {}  # a repeated id -> what its latest call is sent as
+    counts: dict[str, int] = {}
+    out: dict[int, Message] = {}
+    for i in history.tools_at:
+        mine: set[str] = set()
+        content: list[ContentBlock] = []
+        for block in messages[i].content:
+            if isinstance(block, ToolUseBlock):
+                if block.id in seen and block.id not in mine:
+                    counts[block.id] = counts.get(block.id, 0) + 1
+                    current[block.id] = f"{block.id}{REPEAT}{counts[block.id]}"
+                mine.add(block.id)
+                if block.id in current:
+                    block = updated(block, id=current[block.id])
+            elif isinstance(block, ToolResultBlock) and block.tool_use_id in current:
+                block = updated(block, tool_use_id=current[block.tool_use_id])
+            content.append(block)
+        seen |= mine
+        if any(a is not b for a, b in zip(content, messages[i].content, strict=True)):
+            out[i] = updated(messages[i], content=content)
+    return out
 
 
 def _with_provider_id(block: ContentBlock, ids: dict[str, str]) -> ContentBlock:

@@ -17,11 +17,13 @@ from metis.testing.emulator.wire import object_at
 _SHIM_TOOLS = re.compile(r"<tools>\s*(.*?)\s*</tools>", re.DOTALL)
 _SHIM_RESULT = re.compile(r"<tool_result\b([^>]*)>(.*?)</tool_result>", re.DOTALL)
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
+_SHIM_SECTION = re.compile(r"(?:\n\n)?# Tools\n\n.*", re.DOTALL)
 
 
 def unshimmed(prompt: Prompt) -> Prompt | None:
-    """The prompt with the tools its system prompt declares as real ones (and the system
-    prompt left out); None when it declares none or the request has real tools."""
+    """The prompt with the tools its system prompt declares as real ones (and the shim's
+    section left out of the system prompt, the caller's own text kept); None when it declares
+    none or the request has real tools."""
     if prompt.tools or "<tools>" not in prompt.system:
         return None
     tools: list[ToolSpec] = []
@@ -35,7 +37,8 @@ def unshimmed(prompt: Prompt) -> Prompt | None:
             tools.append(ToolSpec(spec["name"], description, object_at(spec, "parameters")))
     if not tools:
         return None
-    return replace(prompt, tools=tools, turns=[_read_results(t) for t in prompt.turns], system="")
+    turns = [_read_results(t) for t in prompt.turns]
+    return replace(prompt, tools=tools, turns=turns, system=_SHIM_SECTION.sub("", prompt.system))
 
 
 def _read_results(turn: Turn) -> Turn:
@@ -53,10 +56,10 @@ def _read_results(turn: Turn) -> Turn:
 
 
 def as_tags(reply: Reply) -> Reply:
-    """The reply's calls written as ``<tool_call>`` tags in its text."""
+    """The reply's calls written as ``<tool_call>`` tags after its text."""
     if reply.calls:
         calls = [{"name": c.name, "arguments": c.args} for c in reply.calls]
-        reply.text = "".join(
+        reply.text += "".join(
             f"<tool_call>{json.dumps(c, ensure_ascii=False)}</tool_call>" for c in calls
         )
         reply.calls = []

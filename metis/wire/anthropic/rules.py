@@ -276,8 +276,10 @@ def _sampling_problems(body: dict[str, Any], traits: ModelTraits) -> list[str]:
 def tool_pairs(messages: list[Any]) -> Iterator[Refusal]:
     """Every tool_use is answered in the very next message, by tool_result blocks that come
     first in it, and only those are answered there; a server tool's result (``SERVER_RESULTS``)
-    follows its ``server_tool_use`` in the same assistant message."""
+    follows its ``server_tool_use`` in the same assistant message; no two tool_use blocks of
+    the request share an id."""
     pending: list[Any] = []
+    seen: set[Any] = set()
     for i, message in enumerate(messages):
         message = message if isinstance(message, dict) else {}
         content = message.get("content")
@@ -285,6 +287,7 @@ def tool_pairs(messages: list[Any]) -> Iterator[Refusal]:
         uses: list[Any] = []
         stray: tuple[int, Any] | None = None
         orphan: tuple[int, Any] | None = None
+        repeated: int | None = None
         servers: list[str] = []
         others = misplaced = False
         for j, block in enumerate(content if isinstance(content, list) else ()):  # one pass
@@ -297,7 +300,10 @@ def tool_pairs(messages: list[Any]) -> Iterator[Refusal]:
             else:
                 others = True
                 if kind == "tool_use":
+                    if block.get("id") in seen and repeated is None:
+                        repeated = j
                     uses.append(block.get("id"))
+                    seen.add(block.get("id"))
                 elif kind in _SERVER_BLOCKS:  # one look-up for the text blocks
                     if kind == "server_tool_use":
                         servers.append(str(block.get("id")))
@@ -318,6 +324,8 @@ def tool_pairs(messages: list[Any]) -> Iterator[Refusal]:
             )
         if misplaced:
             yield Refusal(f"messages.{i}: `tool_result` blocks must come first in the content")
+        if repeated is not None:
+            yield Refusal(f"messages.{i}.content.{repeated}: `tool_use` ids must be unique")
         if orphan is not None:
             yield _orphan(i, *orphan)
         pending = uses

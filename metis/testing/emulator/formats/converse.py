@@ -121,6 +121,8 @@ def _turn(message: dict[str, Any]) -> Turn:
     for _, kind, value in _blocks(message):
         if kind == "text":
             texts.append(value)
+        elif kind in ("toolUse", "toolResult") and "type" in value:
+            continue  # a Nova system tool the service ran (server_tool_use): no call of the model's
         elif kind == "toolUse":
             turn.calls.append(CallIn(value["toolUseId"], value.get("name", ""), value["input"]))
         elif kind == "toolResult":

@@ -320,7 +320,9 @@ def _turn(i: int, content: dict[str, Any]) -> Turn:
         elif "functionResponse" in part:
             answer = part["functionResponse"]
             answer_id, text = str(answer.get("id") or ""), _result_text(answer)
-            turn.results.append(ResultIn(answer_id, text, answer.get("name")))
+            response = answer.get("response")
+            failed = isinstance(response, dict) and list(response) == ["error"]
+            turn.results.append(ResultIn(answer_id, text, answer.get("name"), failed))
         elif isinstance(part.get("text"), str) and part.get("thought") is not True:
             texts.append(part["text"])
     turn.text = "\n".join(texts)
