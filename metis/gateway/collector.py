@@ -15,6 +15,7 @@ when no model call waits.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import Callable
 
@@ -24,12 +25,15 @@ CEILING = 10
 """How many times the first generation's threshold the count may reach while model calls
 keep overlapping, before a pass runs in front of one."""
 
+TICK_SECONDS = 1.0
+"""How often a serving process checks for a due pass whatever its requests do."""
+
 
 class Collector:
     """Counts the model calls waiting for their answer, and runs the collector's passes when
     none is, once :meth:`serving` has turned the automatic passes off."""
 
-    __slots__ = ("_collect", "_counts", "_young", "active", "thresholds", "waiting")
+    __slots__ = ("_collect", "_counts", "_tick", "_young", "active", "thresholds", "waiting")
 
     def __init__(
         self,
@@ -42,20 +46,41 @@ class Collector:
         self.waiting = 0
         self.thresholds = gc.get_threshold()
         self._young = self.thresholds[0]
+        self._tick: asyncio.TimerHandle | None = None
 
     def serving(self) -> None:
-        """The automatic passes off; this collector runs them from now on."""
+        """The automatic passes off; this collector runs them from now on (called in the
+        serving loop: its timer checks every ``TICK_SECONDS``)."""
         if gc.isenabled():
             self.thresholds = gc.get_threshold()
             self._young = self.thresholds[0]
             gc.disable()
             self.active = True
+            self.ticked()
 
     def stopped(self) -> None:
         """The automatic passes on again (the application's lifespan has ended)."""
         if self.active:
             self.active = False
             gc.enable()
+        if self._tick is not None:
+            self._tick.cancel()
+            self._tick = None
+
+    def ticked(self) -> None:
+        """The timer's check: a due pass if no model call waits, or in front of them past
+        the ceiling; then the next check."""
+        if not self.active:
+            return
+        if not self.waiting:
+            self.collect()
+        elif self._counts()[0] >= self._young * CEILING:
+            self.collect(True)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not in an asyncio loop (metis serve always is): no timer
+            return
+        self._tick = loop.call_later(TICK_SECONDS, self.ticked)
 
     def arrived(self) -> None:
         """A model call arrived: it waits for its answer from now on."""

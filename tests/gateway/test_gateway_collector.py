@@ -188,3 +188,33 @@ async def _asked(app: Any) -> None:
     async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
         reply = await client.post("/v1/messages", json=SAID, headers={"x-api-key": GATEWAY_KEY})
         assert reply.status_code == 200, reply.text
+
+
+async def test_the_timer_collects_while_streams_go_on_and_no_request_arrives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("metis.gateway.collector.TICK_SECONDS", 0.01)
+    counted = Counted()
+    collector = counted.collector()
+    counted.counts = (700, 0, 0)
+    collector.ticked()  # what serving() starts
+    assert counted.passes == [0]
+    await asyncio.sleep(0.05)
+    assert len(counted.passes) > 1  # it checks again, with no call arriving or answered
+    collector.stopped()
+    ran = len(counted.passes)
+    await asyncio.sleep(0.05)
+    assert len(counted.passes) == ran  # stopped: no timer left behind
+
+
+async def test_the_timer_leaves_a_waiting_call_alone_below_the_ceiling() -> None:
+    counted = Counted()
+    collector = counted.collector()
+    collector.arrived()
+    counted.counts = (700 * CEILING - 1, 0, 0)
+    collector.ticked()
+    assert counted.passes == []
+    counted.counts = (700 * CEILING, 0, 0)
+    collector.ticked()
+    assert counted.passes == [0]
+    collector.stopped()
