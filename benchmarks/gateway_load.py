@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -123,11 +124,24 @@ def http_request(host: str, port: int, path: str, body: bytes, headers: list[str
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
+def start_times(rate: float, requests: int, arrivals: str) -> list[float]:
+    """When each request starts, in seconds from the first: ``steady``, ``1 / rate`` apart;
+    ``poisson``, exponential gaps of mean ``1 / rate`` (seeded: every run the same), as
+    independent clients arrive, so arrivals do not fall in step with the streams' events."""
+    if arrivals == "steady":
+        return [index / rate for index in range(requests)]
+    draw, at, times = random.Random(20261128), 0.0, []
+    for _ in range(requests):
+        times.append(at)
+        at += draw.expovariate(rate)
+    return times
+
+
 async def open_loop(
-    connections: list[Connection], rate: float, requests: int
+    connections: list[Connection], due_times: list[float]
 ) -> tuple[list[float], list[float], list[str], float]:
-    """``requests`` started ``1 / rate`` s apart on the idle ``connections`` (new ones when
-    none is idle); latencies, first bytes, errors, and how late the latest start was."""
+    """Requests started at ``due_times`` on the idle ``connections`` (new ones when none is
+    idle); latencies, first bytes, errors, and how late the latest start was."""
     idle, template = list(connections), connections[0]
     latencies: list[float] = []
     firsts: list[float] = []
@@ -146,8 +160,8 @@ async def open_loop(
         idle.append(connection)
 
     started, tasks = time.perf_counter(), []
-    for index in range(requests):
-        due = started + index / rate
+    for offset in due_times:
+        due = started + offset
         if (wait := due - time.perf_counter()) > 0:
             await asyncio.sleep(wait)
         latest = max(latest, time.perf_counter() - due)
@@ -189,7 +203,8 @@ async def run(args: argparse.Namespace, body: bytes) -> dict[str, Any]:
     own_before, start = time.process_time(), time.perf_counter()
     late = 0.0
     if args.rate:
-        latencies, firsts, failed, late = await open_loop(connections, args.rate, args.requests)
+        due_times = start_times(args.rate, args.requests, args.arrivals)
+        latencies, firsts, failed, late = await open_loop(connections, due_times)
         errors += failed
     else:
         await asyncio.gather(*(worker(c) for c in connections))
@@ -223,6 +238,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pid", type=int, default=0, help="the process whose CPU is measured")
     parser.add_argument(
         "--rate", type=float, default=0, help="requests/s, an open loop (0: closed)"
+    )
+    parser.add_argument(
+        "--arrivals",
+        choices=("steady", "poisson"),
+        default="steady",
+        help="open loop: requests evenly apart, or as independent clients arrive",
     )
     args = parser.parse_args(argv)
     print(json.dumps(asyncio.run(run(args, Path(args.body).read_bytes()))))

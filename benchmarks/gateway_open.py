@@ -41,7 +41,7 @@ def load(
     command = [sys.executable, "-m", "benchmarks.gateway_load", "--url", url]
     command += ["--path", bench.PATHS[api], "--body", str(body), "--marker", bench.MARKERS[api]]
     command += ["--pid", str(pid), "--rate", str(args.rate), "--requests", str(args.requests)]
-    command += ["--concurrency", str(args.connections)]
+    command += ["--concurrency", str(args.connections), "--arrivals", args.arrivals]
     for header in bench.HEADERS[api]:
         command += ["--header", header]
     if args.pin:
@@ -150,6 +150,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--scenario", default="t15-f3")
     parser.add_argument("--pace", type=int, default=250, help="ms between the upstream's events")
+    parser.add_argument(
+        "--arrivals",
+        choices=("steady", "poisson"),
+        default="steady",
+        help="requests evenly apart (in step with paced events) or as independent clients",
+    )
     parser.add_argument("--pin", action="store_true", help="gateway on core 0, the rest on 1")
     parser.add_argument("--litellm", default=str(bench.ROOT / ".venv-litellm/bin/litellm"))
     parser.add_argument("--json", help="write every cell's samples here")
