@@ -113,6 +113,9 @@ class ResponseParsing:
             self.keep_alive = False  # (both lengths: the chunks count, RFC 9112 §6.3; not reused)
         if status in _NO_BODY_STATUS:
             self.until_close = False
+        # A trailer field may be folded (obs-fold), which a client must read as a space (RFC
+        # 9112 §5.2) and httptools refuses unless lenient: only trailers are parsed from here.
+        self.parser.set_dangerous_leniencies(lenient_headers=True)
 
     def on_body(self, body: bytes) -> None:
         if not self.complete:
@@ -128,6 +131,7 @@ class ResponseParsing:
             self.interim = False
             return
         self.complete = True
+        self.parser.set_dangerous_leniencies(lenient_headers=False)  # (the next head: strict)
 
     def _malformed(self, exc: Exception) -> None:
         if isinstance(exc, httptools.HttpParserUpgrade):  # a 101's head is all there is
