@@ -208,7 +208,10 @@ class BodyObjects:
 
     def _frame_objects(self, chunk: bytes) -> list[dict[str, Any]]:
         assert self._frames is not None
-        return self._each(self._frames.feed(chunk), frame_object)
+        objects = self._each(self._frames.feed(chunk), frame_object)
+        if self._frames.failed is not None and self.failed is None:  # after those objects
+            self._fail(self._frames.failed)
+        return objects
 
     def _ndjson_objects(self, chunk: bytes) -> list[dict[str, Any]]:
         return list(self._ndjson_each(chunk))
