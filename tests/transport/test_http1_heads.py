@@ -13,6 +13,8 @@ from ..fault_proxy import HANG, chunked_head
 from .loops import Runner
 from .test_http1 import OK, proxied
 
+LARGEST_READ = 256 * 1024  # asyncio's and uvloop's
+
 
 def test_trailer_fields_are_not_taken_for_the_heads(run: Runner) -> None:
     async def main() -> None:
@@ -41,6 +43,44 @@ def test_a_head_past_the_limit_is_a_protocol_error_not_held(run: Runner, shape: 
                 await client.get(proxy.url)
             assert (await client.get(proxy.url)).json() == {"ok": True}
             assert proxy.connections == 2
+
+    run(main())
+
+
+@pytest.mark.parametrize("shape", ["trailer field", "chunk extension", "chunk size zeros"])
+def test_framing_past_the_limit_after_the_head_is_a_protocol_error_not_held(
+    run: Runner, shape: str
+) -> None:
+    # A trailer that never ended was held whole (httptools gathers a field's value: 32 MiB of
+    # it cost 70 MB), and an endless chunk extension or size line was read until the server
+    # stopped; httpx's transport refuses each past its 100 KiB, as the lean one does a head.
+    # (Counted from the first read after the head's.)
+    endless = b"a" * (LARGEST_READ + 2 * MAX_HEAD_BYTES)  # past the head's read, however long
+    framing = {
+        "trailer field": b"5\r\nhello\r\n0\r\nx-t: " + endless,
+        "chunk extension": b"5\r\nhello\r\n5;a=" + endless,
+        "chunk size zeros": b"5\r\nhello\r\n" + b"0" * len(endless),
+    }[shape]
+
+    async def main() -> None:
+        async with proxied([chunked_head() + framing, HANG], [OK]) as (proxy, client):
+            async with client.stream("GET", proxy.url) as answer:
+                reads = answer.aiter_raw()
+                assert await anext(reads) == b"hello"  # what came before it is handed on
+                with pytest.raises(httpx.RemoteProtocolError, match="100 KiB"):
+                    await anext(reads)
+            assert (await client.get(proxy.url)).json() == {"ok": True}
+            assert proxy.connections == 2
+
+    run(main())
+
+
+def test_chunks_far_past_the_limit_in_all_read_whole(run: Runner) -> None:
+    async def main() -> None:
+        chunks = b"".join(b"3;n=v\r\nabc\r\n" for _ in range(MAX_HEAD_BYTES // 4))
+        reply = chunked_head() + chunks + b"0\r\nx-t: 1\r\n\r\n"
+        async with proxied([reply]) as (proxy, client):
+            assert (await client.get(proxy.url)).content == b"abc" * (MAX_HEAD_BYTES // 4)
 
     run(main())
 
