@@ -6,6 +6,7 @@ the context-overflow wording and the Retry-After parsing live in this one place.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import math
 import re
@@ -84,6 +85,8 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
+    if when.tzinfo is None:  # asctime's form, or -0000: GMT, as every HTTP date (RFC 9110)
+        when = when.replace(tzinfo=datetime.UTC)
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
