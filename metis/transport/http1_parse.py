@@ -52,9 +52,11 @@ class ResponseParsing:
     def on_message_begin(self) -> None:
         if self.complete:  # a second response to one request
             self.overread = True
+        else:  # (the answer after an interim one, or the head parsed again)
+            self.reason = b""
 
     def on_status(self, reason: bytes) -> None:
-        self.reason = reason
+        self.reason += reason  # (in the pieces that arrived, when the line spans reads)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if self.head:  # a trailer field, after a chunked body: not the head's

@@ -118,3 +118,25 @@ def test_a_header_with_a_line_break_is_refused_never_sent(
             ]
 
     run(main())
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n",
+        b"HTTP/1.1 100 Continue\r\n\r\n"
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n",
+    ],
+    ids=["one head", "after an interim answer"],
+)
+def test_a_reason_phrase_split_between_reads_is_read_whole(answer: bytes) -> None:
+    # httptools hands on a status line's reason in the pieces that arrived: the last one was
+    # kept ('Unavailable', 'ice Unavailable', '').
+    from metis.transport.http1_protocol import Http1Connection
+
+    for cut in range(1, len(answer)):
+        connection = Http1Connection()
+        connection.start(httpx.Request("GET", "http://example.test/"))
+        connection.data_received(answer[:cut])
+        connection.data_received(answer[cut:])
+        assert (connection.status, connection.reason) == (503, b"Service Unavailable"), cut
