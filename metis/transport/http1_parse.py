@@ -15,7 +15,7 @@ import asyncio
 import httptools
 import httpx
 
-from metis.transport.http1_repair import HEAD_END, controls_only, repaired
+from metis.transport.http1_repair import HEAD_END, controls_only, may_read, repaired
 
 _NO_BODY_STATUS = (204, 304)
 MAX_REPARSES = 4
@@ -156,7 +156,7 @@ class ResponseParsing:
         if HEAD_END.search(raw):
             self.refusal = exc
             self.reparse()
-        elif repaired(raw) is not None or controls_only(raw):  # (the rest of the head to come)
+        elif may_read(raw):  # (the rest of the head to come)
             self.refusal = exc
         else:
             self._malformed(exc)

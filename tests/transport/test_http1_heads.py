@@ -11,6 +11,7 @@ from metis.transport.http1_protocol import MAX_HEAD_BYTES
 
 from ..fault_proxy import HANG, chunked_head
 from .loops import Runner
+from .replies import REPLIES
 from .test_http1 import OK, proxied
 
 LARGEST_READ = 256 * 1024  # asyncio's and uvloop's
@@ -140,3 +141,31 @@ def test_a_reason_phrase_split_between_reads_is_read_whole(answer: bytes) -> Non
         connection.data_received(answer[:cut])
         connection.data_received(answer[cut:])
         assert (connection.status, connection.reason) == (503, b"Service Unavailable"), cut
+
+
+def _read(pieces: list[bytes], method: str) -> tuple[object, ...]:
+    from metis.transport.http1_protocol import Http1Connection
+
+    connection = Http1Connection()
+    connection.start(httpx.Request(method, "http://example.test/"))
+    for piece in pieces:
+        connection.data_received(piece)
+    failed = connection.error is not None and not connection.complete  # (bytes past its end)
+    return (
+        connection.head and (connection.status, connection.reason, connection.headers),
+        b"".join(connection.body),
+        connection.complete,
+        failed and type(connection.error).__name__,
+    )
+
+
+@pytest.mark.parametrize("name", list(REPLIES))
+def test_each_reply_split_in_two_at_any_byte_reads_as_it_does_whole(name: str) -> None:
+    # A head that httptools refuses and h11 reads (a field with a control character, a list
+    # of one length) failed when a read ended inside it: at the CR of a line whose LF had not
+    # come, or inside the length's list.
+    answer = REPLIES[name]
+    whole = b"".join(answer.pieces)
+    expected = _read([whole], answer.method)
+    for cut in range(1, min(len(whole), 400)):
+        assert _read([whole[:cut], whole[cut:]], answer.method) == expected, cut
