@@ -145,7 +145,7 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
                 self.parser.feed_data(data)
             except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
                 self._refused(exc)
-        elif HEAD_END.search(self.raw_head[-2][-2:] + data):  # the refused head is whole
+        elif HEAD_END.search(b"".join(self.raw_head[-3:])[-len(data) - 2 :]):  # now whole
             self.reparse()
 
     def _refuse_head(self) -> None:
