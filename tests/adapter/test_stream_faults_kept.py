@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from metis.errors import ProtocolError
+from metis.errors import OverloadedError, ProtocolError
 from metis.model import MessageComplete, StopKind, StreamEvent, TextDelta
 from metis.testing.emulator import Emulator
 
@@ -36,3 +36,19 @@ async def test_a_corrupt_frame_keeps_the_frames_before_it(stack: str, emulator: 
     assert "".join(e.text for e in events if isinstance(e, TextDelta))
     final = events[-1]
     assert isinstance(final, MessageComplete) and final.stop_reason.kind is StopKind.ERROR
+
+
+@pytest.mark.parametrize("stack", ["openai", "openai_responses", "azure", "groq"])
+async def test_an_overloaded_error_inside_a_stream_is_overloaded(
+    stack: str, emulator: Emulator
+) -> None:
+    # OpenAI's 'The server is overloaded or not ready yet.' was OverloadedError as a 503 and a
+    # ServerError inside a 200 stream: one condition, two classes (a fallback on overload
+    # missed it).
+    emulator.push_fault("stream_error=overloaded;after=6", provider=target(stack))
+    events, error = await _events(stack, emulator)
+    assert isinstance(error, OverloadedError) and error.retryable
+    assert "".join(e.text for e in events if isinstance(e, TextDelta))
+    emulator.push_fault("overloaded", provider=target(stack))
+    _, error = await _events(stack, emulator)
+    assert isinstance(error, OverloadedError)
