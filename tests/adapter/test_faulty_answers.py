@@ -271,3 +271,23 @@ async def test_a_whole_reply_with_negative_token_counts_keeps_its_text(stack: st
     partial = caught.value.partial_response
     assert partial is not None and partial.text == "You said: Say hello"
     assert partial.stop_reason.kind == "error"
+
+
+@pytest.mark.parametrize("body", [b"{}", b'{"candidates": []}', b'{"error": "quota"}'])
+@pytest.mark.parametrize("stack", ["gemini", "vertex"])
+async def test_a_whole_gemini_reply_with_nothing_in_it_is_a_protocol_error(
+    stack: str, body: bytes
+) -> None:
+    # No candidate, no finish reason, no prompt feedback: it was a successful empty message
+    # (stop provider_specific), where the same answer streamed is a ProtocolError.
+    def empty(request: httpx.Request, status: int, headers: dict[str, str], raw: bytes):
+        return httpx.Response(200, headers={"content-type": "application/json"}, content=body)
+
+    emulator = Emulator()
+    async with httpx.AsyncClient(transport=Reshaping(emulator, empty)) as client:
+        built = adapter(stack, emulator, http_client=client, max_retries=0)
+        try:
+            with pytest.raises(ProtocolError, match="no candidate"):
+                await built.complete(request_for(stack))
+        finally:
+            await built.aclose()
