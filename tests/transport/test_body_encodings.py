@@ -222,3 +222,23 @@ async def test_an_encoded_answer_a_mock_transport_has_already_read_is_read_as_it
     async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
         items = [item async for item in bound(Transport(), http=http)(wire, make_call(), None)]  # type: ignore[arg-type]
     assert b"".join(items[1:]) == b"already read"
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["lean", "httpx"])
+async def test_metis_own_client_asks_only_for_what_it_decodes_in_bounded_pieces(
+    lean: bool,
+) -> None:
+    # It asked for 'gzip, deflate, zstd' (httpx's default, with zstandard installed): a zstd
+    # answer is decoded by httpx whole, 16 KiB becoming 512 MiB in one step (1.1 GB of memory
+    # before the framing's 32 MiB line limit could look at it).
+    from metis.transport.stage import http_client
+
+    async with FaultProxy.running() as proxy:
+        proxy.script(response(200, REPLY, {"content-type": "application/json"}))
+        client = http_client(lean=lean)
+        built = adapter_for(proxy.url, client=client)
+        with anyio.fail_after(10):
+            await run(built, False)
+        await built.aclose()
+        await client.aclose()
+    assert proxy.requests[0].headers["accept-encoding"] == "gzip, deflate"
