@@ -118,7 +118,8 @@ class Exchange:
             with anyio.CancelScope(shield=True):
                 await self.chunks.aclose()  # type: ignore[attr-defined]
                 await self.response.aclose()
-                await close_if_overread(served_by(self.response))
+                closed = self.http is not None and self.http.is_closed
+                await close_if_overread(served_by(self.response), closed)
         finally:
             slots, self.slots = self.slots, None
             if slots is not None:

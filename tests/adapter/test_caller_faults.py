@@ -182,3 +182,31 @@ async def _closing(built: Adapter, request: CanonicalRequest) -> AsyncIterator[S
             closed = True
             await built.aclose()
         yield event
+
+
+class ClosedWhileSending(httpx.AsyncHTTPTransport):
+    """httpx's transport, whose client is closed as a request reaches it: the race of a call
+    with ``aclose()`` (or a given client's owner closing it), made certain."""
+
+    client: httpx.AsyncClient
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await self.client.aclose()
+        return await super().handle_async_request(request)
+
+
+async def test_a_call_whose_client_closes_as_it_sends_leaves_no_socket_open(
+    emulator: Emulator,
+) -> None:
+    # httpcore's closed pool took the request and kept its connection, idle and open, for
+    # good: nothing would ever close it (a ResourceWarning when the garbage collector did).
+    transport = ClosedWhileSending()
+    transport.client = httpx.AsyncClient(transport=transport)
+    built = adapter("anthropic", emulator, http_client=transport.client, max_retries=0)
+    with anyio.fail_after(10):
+        reply = await built.complete(request_for("anthropic"))
+    assert reply.text == "You said: Say hello"  # what had been asked was answered
+    assert transport.client.is_closed
+    connections = transport._pool.connections
+    assert connections == [] or all(connection.is_closed() for connection in connections)
+    await built.aclose()
