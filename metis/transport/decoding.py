@@ -5,8 +5,9 @@ twice over) become gigabytes in one step, before anything after it can look at t
 (the framing's 16 MiB line and 64 MiB reply limits). :func:`decoded` decodes the raw bytes
 itself, every layer of ``Content-Encoding`` in turn, and never makes more than
 :data:`PIECE` bytes at a time, so those limits hold whatever a body inflates to. A body that
-does not decode is httpx's own ``DecodingError``, as before. Other encodings (``br``,
-``zstd``, where their modules are installed) are left to httpx.
+does not decode is httpx's own ``DecodingError``, as before, and so is one whose compressed
+stream never ends (cut short, its checksum unread), which httpx takes for whole. Other
+encodings (``br``, ``zstd``, where their modules are installed) are left to httpx.
 """
 
 from __future__ import annotations
@@ -82,5 +83,9 @@ class _Layer:
             rest = self.inflate.flush()
         except zlib.error as exc:
             raise httpx.DecodingError(f"{self.name}: {exc}") from exc
+        if self.started and not self.inflate.eof:  # (an empty body is empty, as httpx reads it)
+            raise httpx.DecodingError(
+                f"{self.name}: the body was cut short: its compressed stream did not end"
+            )
         for start in range(0, len(rest), PIECE):
             yield rest[start : start + PIECE]

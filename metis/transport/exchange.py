@@ -78,13 +78,15 @@ class Exchange:
     slots: anyio.Semaphore | None = None
     """The client's connection slots, one of which this exchange holds until it is closed."""
     undo: list[Callable[[], None]] = field(default_factory=list)
+    http: httpx.AsyncClient | None = None
 
     def translate(self, error: Exception) -> Exception:
         """An HTTP client's failure while reading, as the NetworkError (or CancelledError)
-        it stands for; anything else as it is."""
+        it stands for, or a ClosedError when the client was closed under it (its
+        connections with it); anything else as it is."""
         if not isinstance(error, http_errors()):
             return error
-        translated = failure(error, self.call, self.clock, self.limits)
+        translated = failure(error, self.call, self.clock, self.limits, http=self.http)
         translated.__cause__ = error
         return translated
 
@@ -116,7 +118,8 @@ class Exchange:
             with anyio.CancelScope(shield=True):
                 await self.chunks.aclose()  # type: ignore[attr-defined]
                 await self.response.aclose()
-                await close_if_overread(served_by(self.response))
+                closed = self.http is not None and self.http.is_closed
+                await close_if_overread(served_by(self.response), closed)
         finally:
             slots, self.slots = self.slots, None
             if slots is not None:
@@ -172,6 +175,7 @@ async def open_exchange(
         response=response,
         chunks=chunks,
         slots=slots,
+        http=http,
     )
     try:
         exchange.read = _reader(exchange, plain=encodings == [])
@@ -262,7 +266,7 @@ async def _send(
             if refused is not None:
                 raise refused from exc
             when = "before a response arrived"
-            raise failure(exc, call, clock, limits, when, _origin(request.url)) from exc
+            raise failure(exc, call, clock, limits, when, _origin(request.url), http) from exc
         except RuntimeError as exc:
             if not http.is_closed:
                 raise
@@ -338,11 +342,20 @@ def failure(
     limits: Limits,
     when: str = "",
     origin: str | None = None,
-) -> CancelledError | NetworkError | ProtocolError:
+    http: httpx.AsyncClient | None = None,
+) -> CancelledError | ClosedError | NetworkError | ProtocolError:
     """The classified error of a transport failure; ``origin`` (scheme, host and port, never
-    a path or query) says where the connection went, so a wrong base URL shows."""
+    a path or query) says where the connection went, so a wrong base URL shows. A failure of
+    ``http`` closed under the call (its connections with it) is a ClosedError."""
     if call.cancel.cancelled:
         return CancelledError("the call was cancelled")
+    if http is not None and http.is_closed:
+        return ClosedError(
+            f"{call.provider}: the HTTP client was closed while the call was in flight (the "
+            "adapter's aclose(), or the owner of a client it was given)",
+            provider=call.provider,
+            request_id=call.request_id,
+        )
     if is_decoding_error(exc):  # the server's own bytes, which another attempt would repeat
         return ProtocolError(
             f"{call.provider} sent a body its Content-Encoding does not decode: {exc}",

@@ -15,7 +15,7 @@ import asyncio
 import httptools
 import httpx
 
-from metis.transport.http1_repair import HEAD_END, controls_only, repaired
+from metis.transport.http1_repair import HEAD_END, controls_only, may_read, repaired
 
 _NO_BODY_STATUS = (204, 304)
 MAX_REPARSES = 4
@@ -52,9 +52,11 @@ class ResponseParsing:
     def on_message_begin(self) -> None:
         if self.complete:  # a second response to one request
             self.overread = True
+        else:  # (the answer after an interim one, or the head parsed again)
+            self.reason = b""
 
     def on_status(self, reason: bytes) -> None:
-        self.reason = reason
+        self.reason += reason  # (in the pieces that arrived, when the line spans reads)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if self.head:  # a trailer field, after a chunked body: not the head's
@@ -113,6 +115,9 @@ class ResponseParsing:
             self.keep_alive = False  # (both lengths: the chunks count, RFC 9112 §6.3; not reused)
         if status in _NO_BODY_STATUS:
             self.until_close = False
+        # A trailer field may be folded (obs-fold), which a client must read as a space (RFC
+        # 9112 §5.2) and httptools refuses unless lenient: only trailers are parsed from here.
+        self.parser.set_dangerous_leniencies(lenient_headers=True)
 
     def on_body(self, body: bytes) -> None:
         if not self.complete:
@@ -128,6 +133,7 @@ class ResponseParsing:
             self.interim = False
             return
         self.complete = True
+        self.parser.set_dangerous_leniencies(lenient_headers=False)  # (the next head: strict)
 
     def _malformed(self, exc: Exception) -> None:
         if isinstance(exc, httptools.HttpParserUpgrade):  # a 101's head is all there is
@@ -150,7 +156,7 @@ class ResponseParsing:
         if HEAD_END.search(raw):
             self.refusal = exc
             self.reparse()
-        elif repaired(raw) is not None or controls_only(raw):  # (the rest of the head to come)
+        elif may_read(raw):  # (the rest of the head to come)
             self.refusal = exc
         else:
             self._malformed(exc)

@@ -80,6 +80,8 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
         self.body: list[bytes] = []
         self.buffered = 0
         self.head_bytes = 0
+        self.framing_bytes = 0
+        """Bytes since the head that held no body (chunk sizes, extensions, trailers)."""
         self.raw_head: list[bytes] = []
         self.refusal = None
         self.reparses = 0
@@ -114,10 +116,15 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
                 self.transport.close()
             return
         if self.head:  # (the body's bytes: one check on their way)
+            before = self.buffered
             try:
                 self.parser.feed_data(data)
             except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
                 self._refused(exc)
+            gained = self.buffered - before  # (the rest: chunk framing, trailer fields)
+            self.framing_bytes = len(data) - gained + (0 if gained else self.framing_bytes)
+            if self.framing_bytes > MAX_HEAD_BYTES and self.error is None:
+                self._refuse_framing()
         else:
             self._head_data(data)
         if not self.head and self.error is None:
@@ -138,12 +145,22 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
                 self.parser.feed_data(data)
             except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
                 self._refused(exc)
-        elif HEAD_END.search(self.raw_head[-2][-2:] + data):  # the refused head is whole
+        elif HEAD_END.search(b"".join(self.raw_head[-3:])[-len(data) - 2 :]):  # now whole
             self.reparse()
 
     def _refuse_head(self) -> None:
         self.error = httpx.RemoteProtocolError(
             f"the server's response head is longer than {MAX_HEAD_BYTES >> 10} KiB",
+            request=self.request,
+        )
+        self.keep_alive = False
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _refuse_framing(self) -> None:
+        self.error = httpx.RemoteProtocolError(
+            f"the server sent over {MAX_HEAD_BYTES >> 10} KiB of chunk framing or trailer "
+            "fields with no body between",
             request=self.request,
         )
         self.keep_alive = False

@@ -21,7 +21,8 @@ HEAD_END = re.compile(rb"\n\r?\n")
 _LINES = re.compile(rb"(?<=\n)")
 _DIGITS = re.compile(rb"[0-9]+")
 _CONTROLS = re.compile(rb"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_NEVER = re.compile(rb"\x00|\r(?!\n)")
+_NEVER = re.compile(rb"\x00|\r(?!\n|\Z)")  # (a CR that ends what came: its LF may follow)
+_OPEN_LENGTH = re.compile(rb"(?i)\ncontent-length:[^\n]*\Z")
 
 
 def controls_only(raw: bytes) -> bool:
@@ -31,6 +32,13 @@ def controls_only(raw: bytes) -> bool:
     found = HEAD_END.search(raw)
     head = raw if found is None else raw[: found.end()]
     return _CONTROLS.search(head) is not None and _NEVER.search(head) is None
+
+
+def may_read(raw: bytes) -> bool:
+    """Whether a head httptools refused before it was whole may read once it is: rewritten
+    (:func:`repaired`), with control characters (:func:`controls_only`), or ending inside a
+    ``Content-Length`` field (a list of one length is read whole)."""
+    return repaired(raw) is not None or controls_only(raw) or bool(_OPEN_LENGTH.search(raw))
 
 
 def repaired(raw: bytes) -> bytes | None:

@@ -113,15 +113,17 @@ _WRAPPERS = 5
 connection's."""
 
 
-async def close_if_overread(connection: Any) -> None:
+async def close_if_overread(connection: Any, client_closed: bool = False) -> None:
     """Close ``connection`` (its response closed) when bytes arrived past that response's
     end. A server that sends more than its ``Content-Length`` leaves the rest in h11's
     buffer; httpcore pools the connection as idle, and the next request on it would read
     those bytes as its answer's head and fail. Closed, it leaves the pool at the next
-    request."""
+    request. Closed too when its client was closed while the response was read
+    (``client_closed``): the closed pool would keep it, its socket open, for good."""
     state = getattr(connection, "_h11_state", None)
     leftover = getattr(state, "trailing_data", None)
-    if leftover and leftover[0] and not connection.is_closed():
+    overread = leftover and leftover[0]
+    if (overread or (client_closed and state is not None)) and not connection.is_closed():
         with anyio.CancelScope(shield=True):
             await connection.aclose()
 

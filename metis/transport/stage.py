@@ -50,6 +50,11 @@ TRANSPORT_SETTING = "METIS_HTTP_TRANSPORT"
 (the default) or ``httpx`` (docs/http-client.md, "Which transport")."""
 
 
+ASKED_ENCODINGS = {"accept-encoding": "gzip, deflate"}
+"""What metis decodes in bounded pieces (metis/transport/decoding.py): httpx would also ask
+for zstd or br when their modules are installed, and decodes each of those chunks whole."""
+
+
 def http_client(
     timeout_seconds: float = 600.0, keep_alive: int | None = None, *, lean: bool | None = None
 ) -> httpx.AsyncClient:
@@ -81,6 +86,7 @@ def http_client(
         mounts = {key: _over(url, context, limits) for key, url in proxies.items()}
         client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT),
+            headers=ASKED_ENCODINGS,
             limits=limits,
             follow_redirects=False,
             verify=context,

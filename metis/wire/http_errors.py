@@ -6,6 +6,7 @@ the context-overflow wording and the Retry-After parsing live in this one place.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import math
 import re
@@ -84,6 +85,8 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
+    if when.tzinfo is None:  # asctime's form, or -0000: GMT, as every HTTP date (RFC 9110)
+        when = when.replace(tzinfo=datetime.UTC)
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
@@ -135,8 +138,9 @@ def http_error(
     ``error_class`` from the body wins over the status mapping, except that a 401 or 403 is
     always ``auth`` (OpenAI-compatible servers answer a bad key with a 401 typed
     ``invalid_request_error``); with neither, an error inside a stream is a server error. A
-    503 that says it is overloaded is ``overloaded``, and an invalid request whose text says
-    the context is too long is a context overflow.
+    503, or an error inside a stream, that is a server error saying it is overloaded is
+    ``overloaded``, and an invalid request whose text says the context is too long is a
+    context overflow.
 
     ``retried_by_status``: the provider's own SDK retries by status (:func:`sdk_retries`), so
     such a status whose body names only an invalid request is classified by its status, a 409
@@ -150,7 +154,8 @@ def http_error(
         retryable = said
     if status in (401, 403):
         cls = ErrorClass.AUTH
-    if status == 503 and error_class is None and _overloaded_text().search(message):
+    overloaded = cls is ErrorClass.SERVER_ERROR and _overloaded_text().search(message)
+    if status in (503, None) and overloaded:  # (OpenAI's: type server_error, said overloaded)
         cls = ErrorClass.OVERLOADED
     if cls is ErrorClass.INVALID_REQUEST and says_context_overflow(message):
         cls = ErrorClass.CONTEXT_OVERFLOW

@@ -5,12 +5,22 @@ ending, and leaves no connection pool behind."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable
+
 import anyio
 import httpx
 import pytest
 
+from metis.adapter import Adapter
 from metis.errors import AdapterError, ClosedError
-from metis.model import CanonicalRequest, Message, StopKind
+from metis.model import (
+    CanonicalRequest,
+    Message,
+    MessageComplete,
+    StopKind,
+    StreamEvent,
+    TextDelta,
+)
 from metis.testing.emulator import Emulator
 
 from ..conftest import Waits
@@ -117,3 +127,86 @@ async def test_an_embedding_call_after_aclose_is_a_closed_error(emulator: Emulat
         await built.embed(["two"], model="text-embedding-3-small", dimensions=4)
     assert emulator.requests_served == 1
     assert not built._own_clients.any_open()
+
+
+async def _closed_midway(built: Adapter, close: Callable[[], Awaitable[None]]) -> None:
+    """A stream in flight whose HTTP client ``close`` closes after its first text."""
+    request = request_for("anthropic", "tell me a long story " * 5)
+    events: list[StreamEvent] = []
+    with anyio.fail_after(10), pytest.raises(ClosedError, match="closed while") as caught:
+        async for event in built.stream(request):
+            events.append(event)
+            if isinstance(event, TextDelta) and len(events) < 4:
+                await close()
+    assert not caught.value.retryable
+    assert any(isinstance(event, TextDelta) for event in events)
+    final = events[-1]
+    assert isinstance(final, MessageComplete) and final.stop_reason.kind is StopKind.ERROR
+
+
+async def test_a_stream_whose_given_client_is_closed_midway_is_a_closed_error(
+    emulator: Emulator,
+) -> None:
+    # It was a NetworkError ('connection failed while reading the response: ReadError'),
+    # retryable, as if the network had failed.
+    emulator.push_fault("slow=0.02")
+    client = httpx.AsyncClient()
+    built = adapter("anthropic", emulator, http_client=client, max_retries=2)
+    await _closed_midway(built, client.aclose)
+    assert emulator.requests_served == 1
+    await built.aclose()
+
+
+async def test_a_stream_in_flight_when_its_adapter_is_closed_ends_classified(
+    emulator: Emulator, anyio_backend: str
+) -> None:
+    # On trio (httpx's transport closes the connections in use) the stream failed as a
+    # retryable NetworkError; on asyncio the lean transport lets it finish on its connection.
+    emulator.push_fault("slow=0.02")
+    built = adapter("anthropic", emulator, max_retries=2)
+    if anyio_backend == "trio":
+        await _closed_midway(built, built.aclose)
+    else:
+        request = request_for("anthropic", "tell me a long story " * 5)
+        events = [event async for event in _closing(built, request)]
+        final = events[-1]
+        assert isinstance(final, MessageComplete) and final.stop_reason.kind is StopKind.END_TURN
+    assert emulator.requests_served == 1
+    assert not built._own_clients.any_open()
+
+
+async def _closing(built: Adapter, request: CanonicalRequest) -> AsyncIterator[StreamEvent]:
+    closed = False
+    async for event in built.stream(request):
+        if isinstance(event, TextDelta) and not closed:
+            closed = True
+            await built.aclose()
+        yield event
+
+
+class ClosedWhileSending(httpx.AsyncHTTPTransport):
+    """httpx's transport, whose client is closed as a request reaches it: the race of a call
+    with ``aclose()`` (or a given client's owner closing it), made certain."""
+
+    client: httpx.AsyncClient
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await self.client.aclose()
+        return await super().handle_async_request(request)
+
+
+async def test_a_call_whose_client_closes_as_it_sends_leaves_no_socket_open(
+    emulator: Emulator,
+) -> None:
+    # httpcore's closed pool took the request and kept its connection, idle and open, for
+    # good: nothing would ever close it (a ResourceWarning when the garbage collector did).
+    transport = ClosedWhileSending()
+    transport.client = httpx.AsyncClient(transport=transport)
+    built = adapter("anthropic", emulator, http_client=transport.client, max_retries=0)
+    with anyio.fail_after(10):
+        reply = await built.complete(request_for("anthropic"))
+    assert reply.text == "You said: Say hello"  # what had been asked was answered
+    assert transport.client.is_closed
+    connections = transport._pool.connections
+    assert connections == [] or all(connection.is_closed() for connection in connections)
+    await built.aclose()

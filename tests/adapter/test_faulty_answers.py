@@ -94,23 +94,33 @@ async def _texts(events: AsyncIterator[object]) -> list[str]:
     return texts
 
 
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("bom", [b"", BOM], ids=["", "after a BOM"])
 @pytest.mark.parametrize("stack", STACKS)
-async def test_a_stream_answered_with_the_whole_json_reply_gives_its_text(stack: str) -> None:
+async def test_a_stream_answered_with_the_whole_json_reply_gives_its_text(
+    stack: str, bom: bytes
+) -> None:
     # A proxy that buffers, or a server that ignores ``stream``, answers a streamed request
     # with the whole reply as application/json: it is read as that reply. Gemini and Vertex
     # read it as an empty message (the reply's dict subclass hid every field from the codec).
+    # After a byte order mark it was read as an event stream with no events: 'stream ended
+    # before message_stop', the reply lost.
     def whole(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
         assert status == 200, body
-        return httpx.Response(200, headers={"content-type": "application/json"}, content=body)
+        content = bom + body
+        return httpx.Response(200, headers={"content-type": "application/json"}, content=content)
 
     emulator = Emulator()
     text = await streamed_text(stack, Reshaping(emulator, whole, wire_stream=False))
     assert text == "You said: Say hello"
 
 
+@pytest.mark.parametrize("bom", [b"", BOM], ids=["", "after a BOM"])
 @pytest.mark.parametrize("stack", ["gemini", "vertex"])
-async def test_a_stream_answered_with_a_whole_json_error_raises_it(stack: str) -> None:
-    error = b'{"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}'
+async def test_a_stream_answered_with_a_whole_json_error_raises_it(stack: str, bom: bytes) -> None:
+    error = bom + b'{"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}'
 
     def failed(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
         return httpx.Response(200, headers={"content-type": "application/json"}, content=error)
@@ -151,14 +161,16 @@ def _as_json_array(sse_body: bytes, *extra: bytes) -> bytes:
     return b"[" + b",\r\n".join([*datas, *extra]) + b"]"
 
 
+@pytest.mark.parametrize("bom", [b"", BOM], ids=["", "after a BOM"])
 @pytest.mark.parametrize("stack", ["gemini", "vertex"])
-async def test_a_gemini_stream_sent_as_a_json_array_is_read_chunk_by_chunk(stack: str) -> None:
+async def test_a_gemini_stream_sent_as_a_json_array_is_read_chunk_by_chunk(
+    stack: str, bom: bytes
+) -> None:
     # A proxy that drops ``alt=sse`` gets Gemini's array; it was read as an SSE stream with
     # no events ("ended before its finish reason"), an error element in it lost its class.
     def array(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
-        return httpx.Response(
-            200, headers={"content-type": "application/json"}, content=_as_json_array(body)
-        )
+        content = bom + _as_json_array(body)
+        return httpx.Response(200, headers={"content-type": "application/json"}, content=content)
 
     text = await streamed_text(stack, Reshaping(Emulator(), array))
     assert text == "You said: Say hello"
@@ -259,3 +271,23 @@ async def test_a_whole_reply_with_negative_token_counts_keeps_its_text(stack: st
     partial = caught.value.partial_response
     assert partial is not None and partial.text == "You said: Say hello"
     assert partial.stop_reason.kind == "error"
+
+
+@pytest.mark.parametrize("body", [b"{}", b'{"candidates": []}', b'{"error": "quota"}'])
+@pytest.mark.parametrize("stack", ["gemini", "vertex"])
+async def test_a_whole_gemini_reply_with_nothing_in_it_is_a_protocol_error(
+    stack: str, body: bytes
+) -> None:
+    # No candidate, no finish reason, no prompt feedback: it was a successful empty message
+    # (stop provider_specific), where the same answer streamed is a ProtocolError.
+    def empty(request: httpx.Request, status: int, headers: dict[str, str], raw: bytes):
+        return httpx.Response(200, headers={"content-type": "application/json"}, content=body)
+
+    emulator = Emulator()
+    async with httpx.AsyncClient(transport=Reshaping(emulator, empty)) as client:
+        built = adapter(stack, emulator, http_client=client, max_retries=0)
+        try:
+            with pytest.raises(ProtocolError, match="no candidate"):
+                await built.complete(request_for(stack))
+        finally:
+            await built.aclose()

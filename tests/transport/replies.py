@@ -127,6 +127,7 @@ REPLIES: dict[str, Reply] = {
     "chunk size tab": reply(CHUNKED + b"5\t\r\nhello\r\n0\r\n\r\n", close=True),
     "trailer without colon": reply(CHUNKED + b"5\r\nhello\r\n0\r\nbad\r\n\r\n", close=True),
     "trailer folded": reply(CHUNKED + b"5\r\nhello\r\n0\r\nX-T: a\r\n b\r\n\r\n"),
+    "trailer folded in pieces": reply(CHUNKED + b"5\r\nhello\r\n0\r\nX-T: a\r\n", b"\tb\r\n\r\n"),
     "trailers": reply(CHUNKED + b"5\r\nhello\r\n0\r\nX-Trailer: t\r\nServer-Timing: a\r\n\r\n"),
     "transfer-encoding uppercase": reply(
         OK + b"Transfer-Encoding: CHUNKED\r\n\r\n5\r\nhello\r\n0\r\n\r\n"

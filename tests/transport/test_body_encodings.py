@@ -14,7 +14,7 @@ import anyio
 import httpx
 import pytest
 
-from metis.errors import ProtocolError
+from metis.errors import ProtocolError, ServerError
 from metis.model import MessageComplete, StopKind, TextDelta
 
 from ..fakes import request
@@ -65,6 +65,71 @@ async def test_a_stream_whose_encoding_breaks_midway_keeps_what_arrived() -> Non
     assert isinstance(events[-1], MessageComplete)
     assert events[-1].stop_reason.kind is StopKind.ERROR
     assert len(proxy.requests) == 1
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_compressed_body_cut_short_says_so_and_keeps_what_arrived(
+    encoding: str, stream: bool
+) -> None:
+    # Its framing was whole (a Content-Length of the cut bytes): the decoder's last flush took
+    # the cut for the end, and the call failed on the cut JSON ("provider sent invalid JSON").
+    plain = sse_body() if stream else REPLY
+    packed = gzip.compress(plain) if encoding == "gzip" else zlib.compress(plain)
+    kind = "text/event-stream" if stream else "application/json"
+    async with FaultProxy.running() as proxy:
+        proxy.script(
+            response(
+                200,
+                packed[: len(packed) // 2],
+                {"content-encoding": encoding, "content-type": kind},
+            )
+        )
+        built = adapter_for(proxy.url, max_retries=2)
+        events: list[object] = []
+        with anyio.fail_after(10), pytest.raises(ProtocolError, match="cut short"):
+            if stream:
+                async for event in built.stream(request("anthropic")):
+                    events.append(event)
+            else:
+                await run(built, stream)
+        await built.aclose()
+    assert len(proxy.requests) == 1
+    if stream:
+        assert isinstance(events[-1], MessageComplete)
+        assert events[-1].stop_reason.kind is StopKind.ERROR
+        assert "hello world".startswith("".join(e.text for e in events if isinstance(e, TextDelta)))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_compressed_body_cut_in_its_checksum(stream: bool) -> None:
+    # Every byte of the reply decoded, gzip's CRC and length never came. A whole reply is not
+    # taken unchecked (it passed); a stream whose message had ended keeps it, the error after
+    # its end logged, as any error after a message's end is.
+    plain = sse_body() if stream else REPLY
+    kind = "text/event-stream" if stream else "application/json"
+    async with FaultProxy.running() as proxy:
+        proxy.script(response(200, gzip.compress(plain)[:-3], {**GZIP, "content-type": kind}))
+        built = adapter_for(proxy.url, max_retries=2)
+        with anyio.fail_after(10):
+            if stream:
+                events = await run(built, stream)
+                assert isinstance(events[-1], MessageComplete)
+                assert events[-1].stop_reason.kind is StopKind.END_TURN
+            else:
+                with pytest.raises(ProtocolError, match="gzip: the body was cut short"):
+                    await run(built, stream)
+        await built.aclose()
+    assert len(proxy.requests) == 1
+
+
+async def test_an_empty_body_declared_compressed_is_empty() -> None:
+    async with FaultProxy.running() as proxy:
+        proxy.script(response(500, b"", GZIP))
+        built = adapter_for(proxy.url)
+        with anyio.fail_after(10), pytest.raises(ServerError):
+            await run(built, False)
+        await built.aclose()
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
@@ -157,3 +222,23 @@ async def test_an_encoded_answer_a_mock_transport_has_already_read_is_read_as_it
     async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
         items = [item async for item in bound(Transport(), http=http)(wire, make_call(), None)]  # type: ignore[arg-type]
     assert b"".join(items[1:]) == b"already read"
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["lean", "httpx"])
+async def test_metis_own_client_asks_only_for_what_it_decodes_in_bounded_pieces(
+    lean: bool,
+) -> None:
+    # It asked for 'gzip, deflate, zstd' (httpx's default, with zstandard installed): a zstd
+    # answer is decoded by httpx whole, 16 KiB becoming 512 MiB in one step (1.1 GB of memory
+    # before the framing's 32 MiB line limit could look at it).
+    from metis.transport.stage import http_client
+
+    async with FaultProxy.running() as proxy:
+        proxy.script(response(200, REPLY, {"content-type": "application/json"}))
+        client = http_client(lean=lean)
+        built = adapter_for(proxy.url, client=client)
+        with anyio.fail_after(10):
+            await run(built, False)
+        await built.aclose()
+        await client.aclose()
+    assert proxy.requests[0].headers["accept-encoding"] == "gzip, deflate"

@@ -56,11 +56,6 @@ DIFFERS: dict[str, tuple[dict[str, Any], str]] = {
         "httptools skips empty lines before a message (RFC 9112 §2.2's robustness, written for "
         "requests), h11 refuses them: the lean transport reads the reply after them",
     ),
-    "trailer folded": (
-        {"error": "RemoteProtocolError", "metis_error": "NetworkError", "reused": False},
-        "a trailer field continued on a line of its own (obs-fold): h11 reads and discards it, "
-        "httptools refuses it, and the lean transport keeps no trailer's bytes to parse again",
-    ),
     "gzip not gzip": (
         {"reused": True},
         "the body's framing was whole: the lean transport had read it to its end before httpx "
@@ -71,7 +66,6 @@ DIFFERS: dict[str, tuple[dict[str, Any], str]] = {
 the fields that differ, and why."""
 METIS_DIFFERS: dict[str, tuple[int | None, bytes, str | None]] = {
     "CRLF before the status line": (200, b"ok", None),
-    "trailer folded": (200, b"", "NetworkError"),
 }
 """What metis's exchange makes of the replies of :data:`DIFFERS` whose reading differs."""
 

@@ -125,6 +125,20 @@ def test_frames_before_a_corrupt_one_are_kept() -> None:
         decoder.feed(bytes(bad))
 
 
+@pytest.mark.parametrize("then", ["feed", "close"])
+def test_frames_before_a_corrupt_one_in_the_same_chunk_are_kept(then: str) -> None:
+    # The whole chunk was refused: the frames before the corrupt one, whole and checked, lost.
+    good = event_frame("messageStart", {"role": "assistant"})
+    bad = bytearray(event_frame("messageStop", {"stopReason": "end_turn"}))
+    bad[-1] ^= 0xFF
+    decoder = EventStreamDecoder()
+    assert objects(decoder.feed(good + bytes(bad) + good)) == [
+        {"messageStart": {"role": "assistant"}}
+    ]
+    with pytest.raises(ProtocolError, match="frame 2 is corrupt"):
+        decoder.feed(good) if then == "feed" else decoder.close()
+
+
 def test_a_truncated_frame_is_refused_when_the_body_ends() -> None:
     decoder = EventStreamDecoder()
     frames = decoder.feed(STREAM[:-5])
@@ -244,6 +258,20 @@ async def test_the_decode_stage_yields_events_then_raises_an_in_stream_exception
     got: list[dict[str, Any]] = []
     with pytest.raises(RateLimitError):
         async for obj in stage(request, make_call(), lambda r, c: _chunks(body[:9], body[9:])):
+            got.append(obj)
+    assert got == [{"messageStart": {"role": "assistant"}}]
+
+
+@pytest.mark.anyio
+async def test_the_decode_stage_yields_the_events_before_a_corrupt_frame_then_raises() -> None:
+    first = STREAM[: len(event_frame(*EVENTS[0]))]
+    bad = bytearray(event_frame(*EVENTS[1]))
+    bad[-1] ^= 0xFF
+    stage = Decode(format="eventstream")
+    request = WireRequest(url="https://example.test", body={}, stream=True)
+    got: list[dict[str, Any]] = []
+    with pytest.raises(ProtocolError, match="frame 2 is corrupt"):
+        async for obj in stage(request, make_call(), lambda r, c: _chunks(first + bytes(bad))):
             got.append(obj)
     assert got == [{"messageStart": {"role": "assistant"}}]
 

@@ -5,6 +5,7 @@ and what the retry stage does with them."""
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import pytest
@@ -42,6 +43,30 @@ def test_a_retry_after_that_is_not_a_delay_is_no_hint(value: str) -> None:
 )
 def test_a_retry_after_that_is_a_delay_is_read(headers: dict[str, str], seconds: float):
     assert retry_after_seconds(headers) == seconds
+
+
+@pytest.mark.parametrize(
+    "form",
+    ["%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y"],
+    ids=["IMF-fixdate", "rfc850", "asctime"],
+)
+@pytest.mark.parametrize("zone", ["UTC0", "PST8PDT", "JST-9"])
+def test_an_http_date_is_gmt_in_every_form_and_local_zone(
+    form: str, zone: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The asctime form carries no zone (RFC 9110 §5.6.7: every HTTP date is GMT): it was
+    # read as local time, so 5 s became 8 h and 5 s in California and no wait at all in Tokyo.
+    now = 1_800_000_000.0
+    value = time.strftime(form, time.gmtime(now + 5))
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        assert retry_after_seconds({"retry-after": value}, now) == 5.0
+        zoneless = time.strftime("%a, %d %b %Y %H:%M:%S -0000", time.gmtime(now + 5))
+        assert retry_after_seconds({"retry-after": zoneless}, now) == 5.0
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 @pytest.mark.parametrize(

@@ -58,9 +58,12 @@ class EventStreamDecoder:
     once and its (read-only) mapping shared by the frames that carry it.
     """
 
-    __slots__ = ("_frames_seen", "_known_headers", "_needed", "_parts", "_pending")
+    __slots__ = ("_frames_seen", "_known_headers", "_needed", "_parts", "_pending", "failed")
 
     def __init__(self) -> None:
+        self.failed: ProtocolError | None = None
+        """A corrupt frame found after whole ones in the same chunk: those were returned, and
+        this is raised by the next :meth:`feed` or :meth:`close`."""
         self._pending = b""
         self._parts: list[bytes] = []  # chunks of a large frame, joined once it is whole
         self._needed = 0  # bytes the unfinished frame still lacks
@@ -68,6 +71,8 @@ class EventStreamDecoder:
         self._known_headers: dict[bytes, dict[str, Any]] = {}
 
     def feed(self, chunk: bytes) -> list[Frame]:
+        if self.failed is not None:
+            raise self.failed
         if self._needed > len(chunk):
             self._parts.append(bytes(chunk))
             self._needed -= len(chunk)
@@ -78,6 +83,16 @@ class EventStreamDecoder:
         self._needed = 0
         data = self._pending + chunk if self._pending else bytes(chunk)
         frames: list[Frame] = []
+        try:
+            self._frames(data, frames)
+        except ProtocolError as error:
+            if not frames:
+                raise
+            self.failed = error
+        return frames
+
+    def _frames(self, data: bytes, frames: list[Frame]) -> None:
+        """Adds the whole frames of ``data`` to ``frames``; keeps the rest for the next chunk."""
         offset, size = 0, len(data)
         with memoryview(data) as view:
             while size - offset >= _PRELUDE:
@@ -102,10 +117,11 @@ class EventStreamDecoder:
                 self._frames_seen += 1
                 offset = end
         self._pending = data[offset:] if offset < size else b""
-        return frames
 
     def close(self) -> None:
         """The body ended: anything left over is a frame cut short."""
+        if self.failed is not None:
+            raise self.failed
         held = len(self._pending) + sum(map(len, self._parts))
         if held:
             self._pending, self._parts, self._needed = b"", [], 0

@@ -129,7 +129,7 @@ class BodyObjects:
     def _begin(self, chunk: bytes) -> bytes | None:
         """What the body is, from its first chunk that is not blank: its reader is set, and
         the text to read given (with the blank chunks held before it); None while blank."""
-        if not chunk.strip() and self._held_bytes + len(chunk) <= _SNIPPET_BYTES:
+        if not chunk.removeprefix(_BOM).strip() and self._held_bytes + len(chunk) <= _SNIPPET_BYTES:
             self._held.append(chunk)  # nothing yet says what the body is: kept for what does
             self._held_bytes += len(chunk)
             return None
@@ -137,6 +137,8 @@ class BodyObjects:
             chunk = b"".join(self._held) + chunk
             self._held.clear()
             self._held_bytes = 0
+        if chunk.startswith(_BOM) and (self._frames is None or chunk[3:4] == b"{"):
+            chunk = chunk[3:]  # a byte order mark: not the body's first character
         if _whole_json(self.content_type, chunk):
             self._mode, self._reader = "reply", BodyObjects._hold
         elif _html(self.content_type, chunk):  # a proxy's page: kept only to say what it was
@@ -208,7 +210,10 @@ class BodyObjects:
 
     def _frame_objects(self, chunk: bytes) -> list[dict[str, Any]]:
         assert self._frames is not None
-        return self._each(self._frames.feed(chunk), frame_object)
+        objects = self._each(self._frames.feed(chunk), frame_object)
+        if self._frames.failed is not None and self.failed is None:  # after those objects
+            self._fail(self._frames.failed)
+        return objects
 
     def _ndjson_objects(self, chunk: bytes) -> list[dict[str, Any]]:
         return list(self._ndjson_each(chunk))
@@ -348,6 +353,9 @@ def _text(body: bytes, fmt: str) -> str:
         raise ProtocolError(
             f"provider sent invalid UTF-8 in its {fmt} stream ({exc.reason} at byte {exc.start})"
         ) from None
+
+
+_BOM = b"\xef\xbb\xbf"
 
 
 def _whole_json(content_type: str | None, first: bytes) -> bool:

@@ -139,11 +139,9 @@ class SchemaParser:
         if self._pending_usage is not None:
             self._apply_usage()
         if self._finish is None:
-            if self._streamed:
-                raise ProtocolError(
-                    f"{self._name} stream ended before its finish reason",
-                    provider=builder.provider,
-                )
+            if self._streamed or self._last < 0:  # (a whole reply: when nothing came either)
+                what = "stream ended before its" if self._streamed else "reply had no candidate nor"
+                raise ProtocolError(f"{self._name} {what} finish reason", provider=builder.provider)
             self._finish = StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=None)
         self._read_held()
         if self._args is not None:  # a streamed call the reply never ended
