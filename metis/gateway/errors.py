@@ -21,6 +21,7 @@ from metis.errors import (
     NotConfiguredError,
     RateLimitError,
 )
+from metis.gateway.hidden import shown
 
 if TYPE_CHECKING:
     from metis.gateway.sse import BlockWriter
@@ -279,7 +280,7 @@ def anthropic_error(error: AdapterError, request_id: str) -> ErrorReply:
     error = provider_key_failure(error)
     special = _special(error)
     status, kind = (special[0], special[1]) if special else _ANTHROPIC[error.error_class]
-    body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": error.message}}
+    body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": shown(error)}}
     if isinstance(error, ThreadUnsupportedError) or error.provider_code == THREAD_UNSUPPORTED:
         body["error"]["details"] = {"error_code": THREAD_UNSUPPORTED}  # the provider's too
     headers = {**_headers(error, status), **_limit_headers(error, "anthropic")}
@@ -307,7 +308,7 @@ def openai_error(error: AdapterError, request_id: str, param: str | None = None)
     elif param is None and error.provider is None and isinstance(error, InvalidRequestError):
         named = _FIELD.match(error.message)  # the gateway's readers say "field: what is wrong"
         param = named[1] if named else None
-    body = {"error": {"message": error.message, "type": kind, "param": param, "code": code}}
+    body = {"error": {"message": shown(error), "type": kind, "param": param, "code": code}}
     headers = {**_headers(error, status), **_limit_headers(error, "openai")}
     return ErrorReply(status, body, {**headers, "x-request-id": request_id})
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from metis.adapter.adapter import Adapter
 from metis.errors import AdapterError, ProtocolError
+from metis.gateway.hidden import shown
 from metis.gateway.inbound import whole_number
 from metis.gateway.keys import KeyState
 from metis.gateway.models import Target
@@ -265,7 +266,7 @@ class PassThrough:
             return event("error", failed.body)
         if isinstance(passing.relay, ResponsesRelay):
             code = failed.body["error"].get("code") or failed.body["error"]["type"]
-            return passing.relay.failure(str(code), error.message)
+            return passing.relay.failure(str(code), shown(error))
         return data(failed.body)
 
     async def _chunks(
