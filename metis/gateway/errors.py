@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from metis.errors import (
     AdapterError,
@@ -288,6 +289,20 @@ def anthropic_error(error: AdapterError, request_id: str) -> ErrorReply:
     return ErrorReply(status, {**body, "request_id": request_id}, headers)
 
 
+_PARAMS: WeakKeyDictionary[AdapterError, str] = WeakKeyDictionary()
+"""The field a passed-through provider's refusal named (its ``error.param``), by error."""
+
+
+def carry_param(error: AdapterError, body: Any) -> AdapterError:
+    """``error``, to be said with the ``param`` an OpenAI-shaped refusal ``body`` (parsed)
+    names: passed through, the provider's field is the client's own."""
+    found = body.get("error") if isinstance(body, dict) else None
+    param = found.get("param") if isinstance(found, dict) else None
+    if isinstance(param, str) and param:
+        _PARAMS[error] = param
+    return error
+
+
 _FIELD = re.compile(r"([A-Za-z_]\w*(?:\[\d+\]|\.[A-Za-z_]\w*)*): ")
 """A field's path (``tools[0].function``) at the start of a refusal's message."""
 
@@ -305,6 +320,8 @@ def openai_error(error: AdapterError, request_id: str, param: str | None = None)
             kind = code = "insufficient_quota"
     if isinstance(error, PreviousResponseNotFoundError):
         param = "previous_response_id"
+    elif param is None and error in _PARAMS:
+        param = _PARAMS[error]
     elif param is None and error.provider is None and isinstance(error, InvalidRequestError):
         named = _FIELD.match(error.message)  # the gateway's readers say "field: what is wrong"
         param = named[1] if named else None
