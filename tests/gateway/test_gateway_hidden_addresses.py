@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from metis.errors import InvalidRequestError, NetworkError, RedirectError
+from metis.errors import InvalidRequestError, NetworkError, ProtocolError, RedirectError
 from metis.gateway.app import create_app
 from metis.gateway.hidden import shown
 from metis.testing.emulator import Emulator
@@ -93,6 +93,17 @@ def test_only_the_address_is_taken_out_and_only_of_what_the_gateway_says() -> No
             "redirected to the upstream, another origin; refused",
         ),
     ]
+    cases.append(
+        (
+            ProtocolError(
+                "bedrock sent anthropic.claude-haiku-4-5-20251001-v1:0 an answer that is not JSON"
+                " (from http://10.0.0.5:8080)",
+                provider="bedrock",
+            ),
+            "bedrock sent anthropic.claude-haiku-4-5-20251001-v1:0 an answer that is not JSON"
+            " (from the upstream)",
+        )
+    )
     for error, expected in cases:
         assert shown(error) == expected
         assert "10.0.0.5" in error.message or "internal" in error.message or "fd00" in error.message
