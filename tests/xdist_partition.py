@@ -59,6 +59,7 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 1 
         "tests/gateway/test_gateway_passthrough_responses.py",
         "tests/gateway/test_gateway_passthrough_routes.py",
         "tests/gateway/test_gateway_provider_key.py",
+        "tests/gateway/test_gateway_provider_param.py",
         "tests/gateway/test_gateway_pydantic_ai.py",
         "tests/gateway/test_gateway_reasoning_carried.py",
         "tests/gateway/test_gateway_responses_kept.py",

@@ -211,6 +211,13 @@ def _add_serve(commands: Commands) -> None:
         help="uvicorn's access log too (off: it costs CPU per request; the gateway's own "
         "line per request is gateway.access_log's)",
     )
+    serve.add_argument(
+        "--timeout-keep-alive",
+        type=_positive,
+        metavar="SECONDS",
+        help="how long an idle client connection is kept open (default: the file's "
+        "gateway.keep_alive_seconds, 5); longer than a load balancer's idle timeout",
+    )
 
 
 def _positive(text: str) -> int:

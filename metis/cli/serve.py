@@ -1,4 +1,5 @@
-"""``metis serve --config FILE [--host H] [--port N] [--workers N] [--access-log]``: the
+"""``metis serve --config FILE [--host H] [--port N] [--workers N] [--access-log]
+[--timeout-keep-alive S]``: the
 gateway under uvicorn (docs/gateway.md). The configuration is read here first, so an error in
 it is one line before anything listens; each worker process reads it again
 (``METIS_GATEWAY_CONFIG``). uvicorn's access log (a line per request) is off unless asked for:
@@ -33,12 +34,13 @@ def run(args: argparse.Namespace) -> int:
     host = args.host or config.settings.host
     port = config.settings.port if args.port is None else args.port
     drain = config.settings.drain_seconds
+    keep_alive = args.timeout_keep_alive or config.settings.keep_alive_seconds
     if config.api_key is None and not config.keys:
         print(_open_warning(path, host), file=sys.stderr, flush=True)
     if not config.registry.routes() and not config.registry.route_specs:
         print(f"metis: warning: {path} names no models: every request is a 404", file=sys.stderr)
     if args.workers == 1:
-        return _serve_one(config, path, host, port, args.access_log)
+        return _serve_one(config, path, (host, port, keep_alive), args.access_log)
     # uvicorn binds the workers' socket itself and logs its address ("Uvicorn running on")
     print(f"metis serve: {args.workers} workers  ({path})", flush=True)
     if config.settings.redis_url is None:
@@ -54,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
                 port=port,
                 workers=args.workers,
                 timeout_graceful_shutdown=drain,
+                timeout_keep_alive=keep_alive,
                 log_level="info",
                 access_log=args.access_log,
                 http=http_protocol(),
@@ -65,9 +68,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve_one(config: Any, path: str, host: str, port: int, uvicorn_log: bool) -> int:
-    """``metis serve`` in this process (``--workers 1``), its access lines written meanwhile."""
+def _serve_one(config: Any, path: str, listening: tuple[str, int, int], uvicorn_log: bool) -> int:
+    """``metis serve`` in this process (``--workers 1``), its access lines written meanwhile;
+    ``listening``: the host, the port and the keep-alive timeout."""
     import uvicorn
+
+    host, port, keep_alive = listening
 
     from metis.gateway.app import create_app, frozen_for_serving
 
@@ -77,6 +83,7 @@ def _serve_one(config: Any, path: str, host: str, port: int, uvicorn_log: bool) 
         host=host,
         port=port,
         timeout_graceful_shutdown=config.settings.drain_seconds,
+        timeout_keep_alive=keep_alive,
         log_level="info",
         access_log=uvicorn_log,
         http=http_protocol(),

@@ -22,6 +22,7 @@ from typing import Any
 
 from metis.errors import AdapterError
 from metis.gateway.errors import GatewayTimeoutError, RequestTimeoutError
+from metis.gateway.hidden import shown
 
 log = logging.getLogger("metis.gateway")
 _EVENT = {"event": "metis.gateway.access"}
@@ -61,13 +62,18 @@ class AccessLine:
     request_id: str = ""
     failure: str = ""
     """The ending a failure counted for it made (upstream_error, timeout, error)."""
+    hidden: str = ""
+    """The whole message of a failure its client was told without the upstream's address."""
 
     def failed(self, error: AdapterError | str) -> None:
         """A failure counted for the request: the upstream's (a provider's error, or its
         error event in a stream), the deadline's, or the gateway's own."""
         if isinstance(error, str):
             self.failure = ERROR if error == "other" else UPSTREAM_ERROR
-        elif isinstance(error, GatewayTimeoutError | RequestTimeoutError):
+            return
+        if shown(error) != error.message:
+            self.hidden = error.message
+        if isinstance(error, GatewayTimeoutError | RequestTimeoutError):
             self.failure = TIMEOUT
         elif error.provider is not None or error.provider_status is not None:
             self.failure = UPSTREAM_ERROR
@@ -100,6 +106,8 @@ class AccessLine:
             parts.append(f"usd={self.usd:f}")
         parts.append(f"request_id={_plain(self.request_id) if self.request_id else '-'}")
         parts.append(f"end={self.ending()}")
+        if self.hidden:
+            parts.append(f"error={json.dumps(self.hidden[:500])}")
         return " ".join(parts)
 
 

@@ -27,6 +27,7 @@ from metis.gateway.inbound import (
 from metis.gateway.kept_turns import read_turns
 from metis.gateway.provenance import restored
 from metis.gateway.server_tools import LABELS, anthropic_tool
+from metis.gateway.server_written import foreign
 from metis.gateway.unread import anthropic_unread
 from metis.histories.reading import text
 from metis.model.request import ThinkingConfig, ToolChoice
@@ -66,7 +67,7 @@ def read_messages(raw: Any, later: bool = False) -> Inbound:
         )
     ignored = unknown_fields(body, READ)
     messages = read_turns(body.get("messages", []), body.get("system"), model, KeptIds())
-    messages = restored(messages)
+    messages = foreign(restored(messages))
     fields: dict[str, Any] = {}
     tools, skipped, server = _tools(body.get("tools"))
     ignored += skipped

@@ -43,6 +43,9 @@ class GatewaySettings(BaseModel):
     request_timeout_seconds: float = Field(default=600.0, gt=0)
     drain_seconds: int = Field(default=30, ge=0)
     """How long shutting down waits for the streams in flight to finish."""
+    keep_alive_seconds: int = Field(default=5, ge=1)
+    """How long ``metis serve`` keeps a client's idle connection open (uvicorn's
+    ``timeout_keep_alive``): longer than a load balancer's idle timeout in front of it."""
     stored_responses: int = Field(default=10_000, ge=0)
     """How many Responses API conversations are kept for ``previous_response_id``."""
     redis_url: str | None = None

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from metis.errors import (
     AdapterError,
@@ -21,6 +22,7 @@ from metis.errors import (
     NotConfiguredError,
     RateLimitError,
 )
+from metis.gateway.hidden import shown
 
 if TYPE_CHECKING:
     from metis.gateway.sse import BlockWriter
@@ -279,12 +281,26 @@ def anthropic_error(error: AdapterError, request_id: str) -> ErrorReply:
     error = provider_key_failure(error)
     special = _special(error)
     status, kind = (special[0], special[1]) if special else _ANTHROPIC[error.error_class]
-    body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": error.message}}
+    body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": shown(error)}}
     if isinstance(error, ThreadUnsupportedError) or error.provider_code == THREAD_UNSUPPORTED:
         body["error"]["details"] = {"error_code": THREAD_UNSUPPORTED}  # the provider's too
     headers = {**_headers(error, status), **_limit_headers(error, "anthropic")}
     headers["request-id"] = request_id
     return ErrorReply(status, {**body, "request_id": request_id}, headers)
+
+
+_PARAMS: WeakKeyDictionary[AdapterError, str] = WeakKeyDictionary()
+"""The field a passed-through provider's refusal named (its ``error.param``), by error."""
+
+
+def carry_param(error: AdapterError, body: Any) -> AdapterError:
+    """``error``, to be said with the ``param`` an OpenAI-shaped refusal ``body`` (parsed)
+    names: passed through, the provider's field is the client's own."""
+    found = body.get("error") if isinstance(body, dict) else None
+    param = found.get("param") if isinstance(found, dict) else None
+    if isinstance(param, str) and param:
+        _PARAMS[error] = param
+    return error
 
 
 _FIELD = re.compile(r"([A-Za-z_]\w*(?:\[\d+\]|\.[A-Za-z_]\w*)*): ")
@@ -304,10 +320,12 @@ def openai_error(error: AdapterError, request_id: str, param: str | None = None)
             kind = code = "insufficient_quota"
     if isinstance(error, PreviousResponseNotFoundError):
         param = "previous_response_id"
+    elif param is None and error in _PARAMS:
+        param = _PARAMS[error]
     elif param is None and error.provider is None and isinstance(error, InvalidRequestError):
         named = _FIELD.match(error.message)  # the gateway's readers say "field: what is wrong"
         param = named[1] if named else None
-    body = {"error": {"message": error.message, "type": kind, "param": param, "code": code}}
+    body = {"error": {"message": shown(error), "type": kind, "param": param, "code": code}}
     headers = {**_headers(error, status), **_limit_headers(error, "openai")}
     return ErrorReply(status, body, {**headers, "x-request-id": request_id})
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from metis.adapter.adapter import Adapter
 from metis.errors import AdapterError, ProtocolError
+from metis.gateway.hidden import shown
 from metis.gateway.inbound import whole_number
 from metis.gateway.keys import KeyState
 from metis.gateway.models import Target
@@ -40,6 +41,7 @@ from metis.gateway.projection import MIN_THINKING_BUDGET
 from metis.gateway.provenance import maker
 from metis.gateway.relay import AnthropicRelay, ChatRelay, Relay
 from metis.gateway.relay_responses import ResponsesRelay
+from metis.gateway.server_written import written_in
 from metis.gateway.service import Gateway, JsonResult, StreamResult, dropped_headers, error_reply
 from metis.gateway.sse import data, event
 from metis.gateway.store import Owner, whose
@@ -106,6 +108,8 @@ class PassThrough:
         made_by = maker(adapter.name, target.request_model)
         if b"metis1." in raw and not own_thinking(body, made_by):
             return None  # another model's thinking: the translated path leaves it out
+        if api == "anthropic" and b"metis" in raw and written_in(body):
+            return None  # server blocks the gateway wrote: Anthropic opens only its own
         streamed = body.get("stream") is True
         passing = Passing(api, target, adapter, dict(body), streamed, made_by, owner)
         passing.body["model"] = adapter.wire_model(target.request_model)
@@ -262,7 +266,7 @@ class PassThrough:
             return event("error", failed.body)
         if isinstance(passing.relay, ResponsesRelay):
             code = failed.body["error"].get("code") or failed.body["error"]["type"]
-            return passing.relay.failure(str(code), error.message)
+            return passing.relay.failure(str(code), shown(error))
         return data(failed.body)
 
     async def _chunks(

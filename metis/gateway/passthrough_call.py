@@ -16,7 +16,7 @@ import anyio
 from metis.adapter.adapter import Adapter
 from metis.core.ids import new_request_id
 from metis.errors import AdapterError, ProtocolError, scrub_error
-from metis.gateway.errors import GatewayTimeoutError
+from metis.gateway.errors import GatewayTimeoutError, carry_param
 from metis.gateway.models import Target
 from metis.gateway.provenance import same_maker, unwrap
 from metis.gateway.reasoning_items import REDACTED
@@ -145,7 +145,7 @@ class Upstream:
             exchange = await transport.open(wire, call)  # type: ignore[union-attr]
         except HTTPFailure as failure:
             error = provider.codec.error_from_http(failure.status, failure.headers, failure.body)
-            passing.error = classified(error, call)
+            passing.error = classified(refused_field(passing, error, failure.body), call)
             raise passing.error from None
         except AdapterError as error:
             passing.error = classified(in_time(error, call), call)
@@ -250,8 +250,18 @@ def answered_error(passing: Passing, raw: bytes, call: Call) -> AdapterError | N
     try:
         provider.codec.parse_body(obj, MessageBuilder(call.provider, call.model))
     except AdapterError as error:
-        return classified(error, call)
+        return classified(carry_param(error, obj), call)
     return None
+
+
+def refused_field(passing: Passing, error: AdapterError, raw: bytes) -> AdapterError:
+    """``error``, with the field the provider's refusal names, for an OpenAI-API client."""
+    if passing.api == "anthropic" or b'"param"' not in raw:
+        return error
+    try:
+        return carry_param(error, loads(raw))
+    except (ValueError, RecursionError):
+        return error
 
 
 def classified(error: AdapterError, call: Call) -> AdapterError:

@@ -4,6 +4,10 @@ caller's API (docs/gateway.md, "Server tools"): Anthropic's ``server_tool_use`` 
 ``web_search_call`` and ``code_interpreter_call`` items. A provider's own blocks go back as it
 wrote them (the writers' ``own``); these are for the others'. What an API has no block for (a
 tool of another name) is left out, as the library leaves out what a provider cannot take.
+The Anthropic blocks written here are marked as the gateway's (ids ``srvtoolu_metis_``, a
+search result's ``encrypted_content`` and a citation's ``encrypted_index`` ``metis1.written``):
+Anthropic opens only what it issued, so a history holding them never passes through to it
+(:func:`written_in`) and is read as another provider's (:func:`foreign`).
 Sources: anthropic-sdk-python ``server_tool_use_block``, ``web_search_tool_result_block``,
 ``web_fetch_tool_result_block``, ``code_execution_tool_result_block``,
 ``citations_web_search_result_location``; openai-python
@@ -16,6 +20,7 @@ import re
 from typing import Any
 
 from metis.model.citation import Citation
+from metis.model.content import Message, TextBlock
 from metis.model.server_tools import (
     CODE_EXECUTION,
     WEB_FETCH,
@@ -26,13 +31,18 @@ from metis.model.server_tools import (
 
 _NOT_ID = re.compile(r"[^A-Za-z0-9_]")
 _ANTHROPIC_NAMES = (WEB_SEARCH, WEB_FETCH, CODE_EXECUTION)
+ID_MARK = "srvtoolu_metis_"
+"""How an id of a server call the gateway wrote as Anthropic's begins."""
+SEALED = "metis1.written"
+"""The ``encrypted_content`` (``encrypted_index``) of what the gateway wrote as Anthropic's."""
 
 
 def anthropic_id(given: str) -> str:
-    """A server call's id as Anthropic writes one (``srvtoolu_``), the same for its result."""
-    if given.startswith("srvtoolu_"):
+    """A server call's id as Anthropic writes one (``srvtoolu_``), marked as the gateway's; the
+    same for its result."""
+    if given.startswith(ID_MARK):
         return given
-    return "srvtoolu_" + _NOT_ID.sub("_", given)[:64]
+    return ID_MARK + _NOT_ID.sub("_", given.removeprefix("srvtoolu_"))[:64]
 
 
 def anthropic_block(item: ServerToolCallBlock | ServerToolResultBlock) -> dict[str, Any] | None:
@@ -59,7 +69,7 @@ def _anthropic_content(item: ServerToolResultBlock) -> Any:
     if item.name == WEB_SEARCH:
         return [
             {"type": "web_search_result", "url": r.url, "title": r.title or r.url,
-             "encrypted_content": "", "page_age": r.page_age}
+             "encrypted_content": SEALED, "page_age": r.page_age}
             for r in found
         ]  # fmt: skip
     if item.name == WEB_FETCH:
@@ -85,7 +95,58 @@ def anthropic_citation(cited: Citation, text: str) -> dict[str, Any] | None:
         return None
     quoted = cited.cited_text or (text[cited.span.start : cited.span.end] if cited.span else "")
     return {"type": "web_search_result_location", "url": cited.url, "title": cited.title,
-            "cited_text": quoted[:150], "encrypted_index": ""}  # fmt: skip
+            "cited_text": quoted[:150], "encrypted_index": SEALED}  # fmt: skip
+
+
+def written_in(body: dict[str, Any]) -> bool:
+    """Whether a Messages request's history holds a server block or citation the gateway wrote
+    (to pass through to Anthropic, which would refuse it)."""
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict):
+                continue
+            given = block.get("id") if block.get("type") == "server_tool_use" else None
+            if str(given or block.get("tool_use_id") or "").startswith(ID_MARK):
+                return True
+            cited = block.get("citations")
+            marks = (
+                (c.get("encrypted_index") for c in cited if isinstance(c, dict))
+                if isinstance(cited, list)
+                else ()
+            )
+            if SEALED in marks:
+                return True
+    return False
+
+
+def foreign(messages: list[Message]) -> list[Message]:
+    """``messages`` with the server blocks and web citations the gateway wrote read as another
+    provider's (no maker: to every model the results go as text, the citations are left out)."""
+    out = []
+    for message in messages:
+        content = [_foreign(block) for block in message.content]
+        changed = any(new is not old for new, old in zip(content, message.content, strict=True))
+        out.append(message.model_copy(update={"content": content}) if changed else message)
+    return out
+
+
+def _foreign(block: object) -> Any:
+    if isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
+        given = block.id if isinstance(block, ServerToolCallBlock) else block.tool_call_id
+        return (
+            block.model_copy(update={"provider_raw": None}) if given.startswith(ID_MARK) else block
+        )
+    if isinstance(block, TextBlock) and block.citations:
+        kept = [c for c in block.citations if not _sealed(c)]
+        if len(kept) < len(block.citations):
+            return block.model_copy(update={"citations": kept or None})
+    return block
+
+
+def _sealed(cited: Citation) -> bool:
+    raw = cited.provider_raw
+    return raw is not None and raw.data.get("encrypted_index") == SEALED
 
 
 def responses_item(

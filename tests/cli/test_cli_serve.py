@@ -90,6 +90,56 @@ def test_the_access_log_is_off_unless_asked_for(
     assert given["access_log"] is logged
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize(
+    ("gateway", "flag", "seconds"),
+    [
+        ({}, [], 5),
+        ({"keep_alive_seconds": 75}, [], 75),
+        ({"keep_alive_seconds": 75}, ["--timeout-keep-alive", "120"], 120),
+    ],
+)
+def test_the_keep_alive_timeout_is_the_configurations_or_the_flags(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    workers: str,
+    gateway: dict[str, int],
+    flag: list[str],
+    seconds: int,
+) -> None:
+    """A load balancer reusing an idle connection the server is closing gets a 502: the
+    server's keep-alive timeout is set longer than the balancer's idle timeout."""
+    import uvicorn
+
+    from metis.cli import main
+    from metis.cli import serve as serve_command
+
+    given: dict[str, object] = {}
+
+    class Served:
+        started = True
+
+        def run(self) -> None:
+            pass
+
+    monkeypatch.setattr(uvicorn, "Config", lambda app, **options: given.update(options))
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: given.update(options))
+    monkeypatch.setattr(serve_command, "_announcing_server", lambda *_: Served())
+    monkeypatch.setenv("UP_KEY", "sk-upstream")
+    path = tmp_path / "gateway.yaml"
+    path.write_text(yaml.safe_dump({**CONFIG, "gateway": {**CONFIG["gateway"], **gateway}}))
+    assert main(["serve", "--config", str(path), "--workers", workers, *flag]) == 0
+    assert given["timeout_keep_alive"] == seconds
+
+
+def test_a_keep_alive_timeout_below_a_second_is_refused_naming_it() -> None:
+    from metis.errors import ConfigError
+    from metis.gateway.config import GatewayConfig
+
+    with pytest.raises(ConfigError, match=r"gateway\.keep_alive_seconds"):
+        GatewayConfig.from_dict({**CONFIG, "gateway": {"keep_alive_seconds": 0}})
+
+
 @pytest.mark.parametrize(
     ("gateway", "host", "said"),
     [

@@ -58,10 +58,10 @@ FOREIGN_CITED = {
     "url": "https://b",
     "title": None,
     "cited_text": "",
-    "encrypted_index": "",
+    "encrypted_index": "metis1.written",
 }
 """Another provider's citation of a web page, as Anthropic writes one (its index is
-Anthropic's own: none)."""
+Anthropic's own: the gateway's mark instead, metis/gateway/server_written.py)."""
 
 
 def test_a_whole_message_keeps_anthropics_own_blocks_and_citations() -> None:
