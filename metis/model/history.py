@@ -198,13 +198,17 @@ def _keep(table: dict[Any, History], key: Hashable, record: History) -> None:
 def _forgetting(ids: tuple[int, ...], lists: set[int]) -> Callable[[Any], None]:
     """What drops a record once one of its messages is gone (it holds their blocks: a file's
     data is not held past the conversation that sent it). It holds the record's keys, not
-    the record: no reference cycle, so the record is freed at once."""
+    the record: no reference cycle, so the record is freed at once. It holds the tables
+    themselves, not their module's names, which are gone when it runs at interpreter exit."""
+    by_messages, by_list = _BY_MESSAGES, _BY_LIST
 
     def forget(_: Any) -> None:
-        with suppress(KeyError, RuntimeError):
-            _BY_MESSAGES.pop(ids, None)
+        try:
+            by_messages.pop(ids, None)
             for at in list(lists):
-                _BY_LIST.pop(at, None)
+                by_list.pop(at, None)
+        except RuntimeError:  # another thread changed ``lists`` meanwhile
+            pass
 
     return forget
 

@@ -199,3 +199,19 @@ def test_nothing_is_kept_on_a_record_whose_message_changed_in_place() -> None:
     record.keep("derived", "from what the messages hold now")
     assert record.found("derived") is None
     assert history_of(messages) is not record
+
+
+def test_a_record_forgotten_at_interpreter_exit_raises_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    messages = [Message.user("exit")]
+    history_of(messages)
+    ids = tuple(map(id, messages))
+    assert ids in _BY_MESSAGES
+    # At exit a module's names may be gone before the last messages are freed.
+    monkeypatch.setattr(history_module, "_BY_MESSAGES", None)
+    monkeypatch.setattr(history_module, "_BY_LIST", None)
+    monkeypatch.setattr(history_module, "suppress", None)
+    del messages
+    gc.collect()
+    assert ids not in _BY_MESSAGES
