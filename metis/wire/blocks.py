@@ -78,7 +78,8 @@ class Block:
             self.doubtful = not final_input
             return
         raw = "".join(self.parts)
-        parsed = parse_object(raw)
+        # JSON null: how Groq writes a call of a tool that takes no arguments.
+        parsed = {} if raw.strip() == "null" else parse_object(raw)
         # Nested too deep, it is kept raw: nothing downstream must recurse that far. A parsed
         # value's containers are walked (cheaper than scanning the text of a long input).
         if parsed is None:

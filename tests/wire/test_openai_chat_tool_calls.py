@@ -131,3 +131,19 @@ def test_a_stream_cut_while_a_call_waits_keeps_every_call() -> None:
     assert [block.id for block in done.final_content] == ["call_a", "call_b"]
     assert done.final_content[1] == CLOCK
     assert done.final_content[0].input_error is not None
+
+
+def test_arguments_written_as_json_null_are_a_call_without_arguments() -> None:
+    # Groq (llama-3.3-70b-versatile) answers a call of a tool without parameters with
+    # "arguments": "null", whole and streamed; it is the call with no arguments, not a bad one.
+    ping = ToolUseBlock(id="call_p", name="ping", input={})
+    streamed = stream([start(0, "call_p", "ping", "nu"), more(0, "ll"), chunk({}, "tool_calls")])
+    assert checked_final(streamed).final_content == [ping]
+    call = {"id": "call_p", "type": "function", "function": {"name": "ping", "arguments": "null"}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    body = {"id": "chatcmpl-8", "model": "m", "choices": [{"index": 0, "message": message}]}
+    body["choices"][0]["finish_reason"] = "tool_calls"
+    whole = codec.parse_body(body, MessageBuilder("openai", "openai:gpt-4o"))
+    done = checked_final(whole)
+    assert done.final_content == [ping]
+    assert done.final_content[0].input_error is None
