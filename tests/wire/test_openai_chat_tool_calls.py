@@ -5,12 +5,15 @@ stream passes the invariant checker and its calls are whole. Sans-IO."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from metis.model.content import ToolUseBlock
 from metis.model.events import StreamEvent, ToolUseInputDelta, ToolUseStart
 from metis.model.response import StopKind, StopReason
-from metis.wire.builder import MessageBuilder
+from metis.wire.builder import OUTPUT_LIMIT_ARGUMENTS, MessageBuilder
 from metis.wire.openai_chat import codec
 
 from ..helpers import checked_final
@@ -147,3 +150,26 @@ def test_arguments_written_as_json_null_are_a_call_without_arguments() -> None:
     done = checked_final(whole)
     assert done.final_content == [ping]
     assert done.final_content[0].input_error is None
+
+
+def test_a_call_cut_by_the_output_limit_that_openrouter_calls_finished_stops_at_the_limit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # OpenRouter says finish_reason "tool_calls" for a reply the output limit cut inside its
+    # call's arguments; its native_finish_reason says the limit ("length" or
+    # "max_output_tokens"), whole and streamed.
+    caplog.set_level(logging.WARNING, logger="metis")
+    cut = '{"note": "half a sen'
+    finish = chunk({}, "tool_calls")
+    finish["choices"][0]["native_finish_reason"] = "max_output_tokens"
+    streamed = checked_final(stream([start(0, "call_n", "note", cut), finish]))
+    call = {"id": "call_n", "type": "function", "function": {"name": "note", "arguments": cut}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+    choice["native_finish_reason"] = "length"
+    body = {"id": "chatcmpl-9", "model": "m", "choices": [choice]}
+    whole = checked_final(codec.parse_body(body, MessageBuilder("openai", "openai:gpt-4o")))
+    for done, native in ((streamed, "max_output_tokens"), (whole, "length")):
+        assert done.stop_reason == StopReason(kind=StopKind.MAX_TOKENS, raw=native)
+        assert [block.input_error for block in done.final_content] == [OUTPUT_LIMIT_ARGUMENTS]
+    assert not [r for r in caplog.records if "not a JSON object" in r.getMessage()]
