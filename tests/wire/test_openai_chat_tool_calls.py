@@ -173,3 +173,21 @@ def test_a_call_cut_by_the_output_limit_that_openrouter_calls_finished_stops_at_
         assert done.stop_reason == StopReason(kind=StopKind.MAX_TOKENS, raw=native)
         assert [block.input_error for block in done.final_content] == [OUTPUT_LIMIT_ARGUMENTS]
     assert not [r for r in caplog.records if "not a JSON object" in r.getMessage()]
+
+
+def test_arguments_streamed_as_json_null_give_no_input_fragments() -> None:
+    # The fragments are what a gateway's client gathers and parses: "null" is no input object.
+    # Fragments that only began like null are given once they turn out otherwise.
+    events = stream(
+        [
+            start(0, "call_p", "ping", " nu"),
+            more(0, "ll"),
+            start(1, "call_q", "note", "n"),
+            more(1, "ote"),
+            chunk({}, "tool_calls"),
+        ]
+    )
+    deltas = [(e.tool_use_id, e.partial_json) for e in events if isinstance(e, ToolUseInputDelta)]
+    assert deltas == [("call_q", "note")]
+    ping = ToolUseBlock(id="call_p", name="ping", input={})
+    assert checked_final(events).final_content[0] == ping
