@@ -40,6 +40,7 @@ class Block:
         "input_error",
         "item",
         "kind",
+        "maybe_null",
         "name",
         "parts",
         "place",
@@ -63,11 +64,26 @@ class Block:
         self.input_error: str | None = None
         self.item: dict[str, Any] | None = None  # an opaque block: the provider's own
         self.place: str | None = None  # and where in the provider's message it goes back
+        self.maybe_null = True  # a call's arguments so far read as the start of JSON null
         self.doubtful = False
         """A tool call whose input may be unfinished: arguments that are not a JSON object,
         or none at all; whether it was cut off is known only when the reply stops."""
         self.citations: list[Citation] = []  # a text block's
         self.whole: ServerToolCallBlock | ServerToolResultBlock | ImageBlock | None = None
+
+    def add_input(self, fragment: str) -> str:
+        """Keep a fragment of a call's arguments; return what of them to give now. Arguments
+        that so far read as the start of JSON null are held back (null is the call with no
+        arguments, ``read_input``: no client must gather "null"), and given whole once they
+        turn out otherwise."""
+        self.parts.append(fragment)
+        if not self.maybe_null:
+            return fragment
+        so_far = "".join(self.parts)
+        if "null".startswith(so_far.lstrip()):
+            return ""
+        self.maybe_null = False
+        return so_far
 
     def read_input(self, final_input: dict[str, Any] | None) -> None:
         """The call's input: the provider's own (``final_input``) or its arguments parsed;
@@ -78,7 +94,8 @@ class Block:
             self.doubtful = not final_input
             return
         raw = "".join(self.parts)
-        parsed = parse_object(raw)
+        # JSON null: how Groq writes a call of a tool that takes no arguments.
+        parsed = {} if raw.strip() == "null" else parse_object(raw)
         # Nested too deep, it is kept raw: nothing downstream must recurse that far. A parsed
         # value's containers are walked (cheaper than scanning the text of a long input).
         if parsed is None:

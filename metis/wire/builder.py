@@ -260,7 +260,7 @@ class MessageBuilder(WholeBlocks):
             return
         if block.held or not fragment.isascii():
             fragment = self._unicode(block, fragment)
-        block.parts.append(fragment)
+        fragment = block.add_input(fragment)
         if fragment:
             self._events.append(ToolUseInputDelta(block.index, block.tool_id, fragment))
 

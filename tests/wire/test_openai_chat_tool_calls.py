@@ -5,12 +5,15 @@ stream passes the invariant checker and its calls are whole. Sans-IO."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from metis.model.content import ToolUseBlock
 from metis.model.events import StreamEvent, ToolUseInputDelta, ToolUseStart
 from metis.model.response import StopKind, StopReason
-from metis.wire.builder import MessageBuilder
+from metis.wire.builder import OUTPUT_LIMIT_ARGUMENTS, MessageBuilder
 from metis.wire.openai_chat import codec
 
 from ..helpers import checked_final
@@ -131,3 +134,60 @@ def test_a_stream_cut_while_a_call_waits_keeps_every_call() -> None:
     assert [block.id for block in done.final_content] == ["call_a", "call_b"]
     assert done.final_content[1] == CLOCK
     assert done.final_content[0].input_error is not None
+
+
+def test_arguments_written_as_json_null_are_a_call_without_arguments() -> None:
+    # Groq (llama-3.3-70b-versatile) answers a call of a tool without parameters with
+    # "arguments": "null", whole and streamed; it is the call with no arguments, not a bad one.
+    ping = ToolUseBlock(id="call_p", name="ping", input={})
+    streamed = stream([start(0, "call_p", "ping", "nu"), more(0, "ll"), chunk({}, "tool_calls")])
+    assert checked_final(streamed).final_content == [ping]
+    call = {"id": "call_p", "type": "function", "function": {"name": "ping", "arguments": "null"}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    body = {"id": "chatcmpl-8", "model": "m", "choices": [{"index": 0, "message": message}]}
+    body["choices"][0]["finish_reason"] = "tool_calls"
+    whole = codec.parse_body(body, MessageBuilder("openai", "openai:gpt-4o"))
+    done = checked_final(whole)
+    assert done.final_content == [ping]
+    assert done.final_content[0].input_error is None
+
+
+def test_a_call_cut_by_the_output_limit_that_openrouter_calls_finished_stops_at_the_limit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # OpenRouter says finish_reason "tool_calls" for a reply the output limit cut inside its
+    # call's arguments; its native_finish_reason says the limit ("length" or
+    # "max_output_tokens"), whole and streamed.
+    caplog.set_level(logging.WARNING, logger="metis")
+    cut = '{"note": "half a sen'
+    finish = chunk({}, "tool_calls")
+    finish["choices"][0]["native_finish_reason"] = "max_output_tokens"
+    streamed = checked_final(stream([start(0, "call_n", "note", cut), finish]))
+    call = {"id": "call_n", "type": "function", "function": {"name": "note", "arguments": cut}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+    choice["native_finish_reason"] = "length"
+    body = {"id": "chatcmpl-9", "model": "m", "choices": [choice]}
+    whole = checked_final(codec.parse_body(body, MessageBuilder("openai", "openai:gpt-4o")))
+    for done, native in ((streamed, "max_output_tokens"), (whole, "length")):
+        assert done.stop_reason == StopReason(kind=StopKind.MAX_TOKENS, raw=native)
+        assert [block.input_error for block in done.final_content] == [OUTPUT_LIMIT_ARGUMENTS]
+    assert not [r for r in caplog.records if "not a JSON object" in r.getMessage()]
+
+
+def test_arguments_streamed_as_json_null_give_no_input_fragments() -> None:
+    # The fragments are what a gateway's client gathers and parses: "null" is no input object.
+    # Fragments that only began like null are given once they turn out otherwise.
+    events = stream(
+        [
+            start(0, "call_p", "ping", " nu"),
+            more(0, "ll"),
+            start(1, "call_q", "note", "n"),
+            more(1, "ote"),
+            chunk({}, "tool_calls"),
+        ]
+    )
+    deltas = [(e.tool_use_id, e.partial_json) for e in events if isinstance(e, ToolUseInputDelta)]
+    assert deltas == [("call_q", "note")]
+    ping = ToolUseBlock(id="call_p", name="ping", input={})
+    assert checked_final(events).final_content[0] == ping

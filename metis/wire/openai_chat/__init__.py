@@ -220,7 +220,8 @@ class OpenAIChatCodec:
             tier = body.get("service_tier")
             read_usage(builder, object_value(usage, "response.usage"), apart, tier)
         finish = optional_text(choice, "finish_reason", "choices[0]")
-        builder.stop(stop_reason(finish, bool(refusal), bool(calls)))
+        native = choice.get("native_finish_reason")
+        builder.stop(stop_reason(finish, bool(refusal), bool(calls), native))
         builder.finish()
         return builder.take()
 
@@ -285,7 +286,8 @@ class _StreamParser:
                     else:
                         self._delta(delta)
                 if (finish := choice.get("finish_reason")) is not None:
-                    self._finish(text_value(finish, "choices[0].finish_reason"))
+                    native = choice.get("native_finish_reason")
+                    self._finish(text_value(finish, "choices[0].finish_reason"), native)
                     # kept for a stream with no usage chunk; a usage chunk's tier replaces it
                     builder.usage(service_tier=service_tier(obj.get("service_tier")))
         usage = obj.get("usage")
@@ -349,8 +351,8 @@ class _StreamParser:
         if (audio := delta.get("audio")) is not None:
             read_audio(builder, audio, self._audio, "delta")
 
-    def _finish(self, reason: str) -> None:
-        self._finish_with(stop_reason(reason, self._refused, self._calls.any))
+    def _finish(self, reason: str, native: Any = None) -> None:
+        self._finish_with(stop_reason(reason, self._refused, self._calls.any, native))
 
     def _finish_with(self, stop: StopReason) -> None:
         self._finished = True

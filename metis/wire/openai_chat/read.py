@@ -48,6 +48,7 @@ from metis.wire.read import (
     token_count,
 )
 
+_LIMITS = frozenset({"length", "max_tokens", "max_output_tokens", "MAX_TOKENS"})
 _STOPS = {
     raw: StopReason(kind=kind, raw=raw)
     for raw, kind in (
@@ -155,10 +156,14 @@ def read_reasoning_details(
             builder.opaque(object(), kind, entry, place=REASONING_DETAILS)
 
 
-def stop_reason(raw: str | None, refused: bool, calls: bool) -> StopReason:
+def stop_reason(raw: str | None, refused: bool, calls: bool, native: Any = None) -> StopReason:
     """``finish_reason`` read; ``calls``: the reply holds tool calls. A whole reply that names
     none (OpenRouter's relays of some providers), or an empty one (Snowflake Cortex's), ended by
-    its tool calls, or as a turn's end."""
+    its tool calls, or as a turn's end. ``native``: OpenRouter's ``native_finish_reason``, the
+    upstream's own; where it names the output limit, the reply stopped there (OpenRouter says
+    ``tool_calls`` for a reply cut inside its last call's arguments)."""
+    if native.__class__ is str and native in _LIMITS and raw != "length":
+        return StopReason(kind=StopKind.MAX_TOKENS, raw=native)
     if not raw:
         return StopReason(kind=StopKind.TOOL_USE if calls else StopKind.END_TURN, raw=raw)
     if raw == "stop" and refused:
