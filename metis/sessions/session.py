@@ -29,7 +29,7 @@ from metis.sessions.blocking import BlockingForms, EventHandler
 from metis.sessions.context import CONTEXT_CHECKS, Compact, ContextCheck, checked_compact
 from metis.sessions.control import TurnControl
 from metis.sessions.core import CallRecord, Conversation
-from metis.sessions.events import RunComplete, RunEvent, RunResult
+from metis.sessions.events import AskedT, RunComplete, RunEvent, RunResult
 from metis.sessions.models import checked_adapters, checked_model
 from metis.sessions.options import check_constructor, check_defaults, checked_turn
 from metis.sessions.provider_state import ProviderState, close_connections
@@ -213,10 +213,10 @@ class Session(BlockingForms):
         *,
         max_steps: int = DEFAULT_MAX_STEPS,
         tool_timeout_seconds: float | None = None,
-        output_type: type[Any] | None = None,
+        output_type: type[AskedT] | None = None,
         on_event: EventHandler | None = None,
         **options: Unpack[ModelOptions],
-    ) -> RunResult:
+    ) -> RunResult[AskedT]:
         """Run the agent loop (:mod:`metis.sessions.agent`) from ``message``: the model is
         called, its tool calls answered with the session's ``tools``, until it stops calling
         them or ``max_steps`` model calls were made. ``on_event`` (plain or async) sees every
@@ -229,7 +229,7 @@ class Session(BlockingForms):
             output_type=output_type,
             **options,
         )
-        result: RunResult | None = None
+        result: RunResult[AskedT] | None = None
         async with events:
             async for event in events:
                 if on_event is not None:
