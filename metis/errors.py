@@ -184,6 +184,7 @@ class AdapterError(Exception):
         return f"{type(self).__name__}({self.error_class.value!r}, {self.message!r})"
 
     def describe(self) -> dict[str, Any]:
+        """The error's fields as JSON-ready data, for a log line or an API answer."""
         return {
             "error_class": self.error_class.value,
             "message": self.message,

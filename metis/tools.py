@@ -61,17 +61,16 @@ M = TypeVar("M", bound=BaseModel)
 
 @dataclass(frozen=True, slots=True)
 class Tool(Generic[P, R]):
-    """A tool the model may call: its definition, and the function that answers the call.
-
-    A ``Tool[P, R]`` is called as its function is (``P``'s arguments, ``R`` back), so a type
-    checker knows an ``@metis.tool`` function's signature as well as before it was decorated.
-    """
+    """A tool the model may call: its definition, and the function that answers the call. A
+    ``Tool[P, R]`` is called as its function is (``P``'s arguments, ``R`` back), so a type
+    checker knows an ``@metis.tool`` function's signature as well as before it was decorated."""
 
     definition: ToolDefinition
     function: Callable[P, R]
 
     @property
     def name(self) -> str:
+        """The name the model calls the tool by."""
         return self.definition.name
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:

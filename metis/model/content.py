@@ -219,18 +219,25 @@ class Message(Canonical):
 
     @classmethod
     def system(cls, text: str) -> Message:
+        """A system message of ``text`` (or give ``system=`` to a call or session)."""
         return cls(role=Role.SYSTEM, content=[TextBlock(text=text)])
 
     @classmethod
     def user(cls, *content: str | ContentBlock) -> Message:
+        """A user message of these parts in order: strings are text, blocks as they are
+        (``Message.user("What is in it?", ImageBlock.from_path("chart.png"))``)."""
         return cls(role=Role.USER, content=_blocks(content))
 
     @classmethod
     def assistant(cls, *content: str | ContentBlock) -> Message:
+        """An assistant message of these parts (a reply written into a history by hand; a
+        reply's own is ``reply.message``)."""
         return cls(role=Role.ASSISTANT, content=_blocks(content))
 
     @classmethod
     def tool(cls, *results: ToolResultBlock) -> Message:
+        """The answers to a reply's tool calls, one ``ToolResultBlock`` per call
+        (``metis.run_tools(reply, tools)`` makes it from your functions)."""
         return cls(role=Role.TOOL, content=list(results))
 
 

@@ -61,6 +61,7 @@ class RunResult(Generic[OutputT]):
 
     @property
     def text(self) -> str:
+        """The last reply's text."""
         return self.response.text
 
     @property
