@@ -56,3 +56,12 @@ def test_a_messages_constructors_say_what_they_make(name: str) -> None:
     import metis
 
     assert inspect.getdoc(getattr(metis.Message, name))
+
+
+def test_help_of_metis_says_where_to_start() -> None:
+    """``help(metis)`` showed only that names are imported lazily."""
+    import metis
+
+    doc = metis.__doc__ or ""
+    for start in ("metis.complete(", "metis.Session(", "@metis.tool", "AdapterError"):
+        assert start in doc
