@@ -297,7 +297,7 @@ async def _adapter(model: ModelLike, options: CallOptions) -> AsyncIterator[Adap
             this_loop().watch(model)
         yield model
         return
-    stack_name, _ = stack_and_model(model)
+    stack_name, wire = stack_and_model(model)
     async with leased_adapter(
         stack_name,
         api_key=options.get("api_key"),
@@ -305,6 +305,7 @@ async def _adapter(model: ModelLike, options: CallOptions) -> AsyncIterator[Adap
         timeout_seconds=options.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
         max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
         settings=options.get("settings"),
+        model=wire,
     ) as adapter:
         try:
             yield adapter
