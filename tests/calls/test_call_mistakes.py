@@ -157,7 +157,7 @@ def test_a_misspelt_key_of_a_message_dict_at_any_depth_is_an_invalid_request_nam
             "a tool written as a provider's dict is metis.ToolDefinition(name=..., "
             "description=..., input_schema=...)",
         ),
-        ([print], "tool 'print': no JSON schema for its parameters (Unable to generate"),
+        ([print], "tool 'print': *args cannot be filled"),
     ],
 )
 def test_tools_not_given_as_a_list_of_tools_are_an_invalid_request(

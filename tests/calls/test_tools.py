@@ -431,3 +431,52 @@ async def test_an_image_and_text_a_tool_returns_go_to_each_provider_as_the_resul
                 max_output_tokens=64,
             )
             assert (await adapter.complete(request)).text
+
+
+class _Doubler:
+    def __call__(self, x: int) -> int:
+        return 2 * x
+
+
+def _weather(city: str, unit: str) -> str:
+    """Current weather for a city."""
+    return f"18 {unit} in {city}"
+
+
+@pytest.mark.parametrize(
+    ("function", "says"),
+    [
+        (lambda city: city, "named '<lambda>' needs a name a provider takes"),
+        (_Doubler(), "_Doubler with no __name__ needs a name"),
+    ],
+    ids=["lambda", "callable object"],
+)
+def test_a_tool_without_a_name_a_provider_takes_says_to_give_one(
+    function: Callable[..., object], says: str
+) -> None:
+    """A lambda was a tool named '<lambda>' (every provider refused it at the first call) and a
+    callable object an AttributeError ('no attribute __name__')."""
+    with pytest.raises(metis.ConfigError, match=says) as caught:
+        tool(function)
+    assert "metis.tool(name='get_weather')" in str(caught.value)
+    assert tool(name="zero")(lambda city: city).definition.name == "zero"
+
+
+def test_a_partial_is_a_tool_named_after_its_function() -> None:
+    """``functools.partial`` was an AttributeError; its bound arguments are defaults."""
+    import functools
+
+    made = tool(functools.partial(_weather, unit="C"))
+    assert made.definition.name == "_weather"
+    assert made.definition.input_schema["required"] == ["city"]
+    assert made(city="Oslo") == "18 C in Oslo"
+
+
+def test_a_tool_of_star_args_is_a_config_error() -> None:
+    """``*args`` made the input schema an array, which no provider takes as a tool's input."""
+
+    def total(*numbers: int) -> int:
+        return sum(numbers)
+
+    with pytest.raises(metis.ConfigError, match=r"tool 'total': \*numbers cannot be filled"):
+        tool(total)
