@@ -4,6 +4,8 @@ not validate, an exception, a value that cannot be made text), never an exceptio
 
 from __future__ import annotations
 
+import logging
+import traceback
 from collections.abc import Collection
 from typing import Any
 
@@ -21,6 +23,8 @@ from metis.model.content import (
     VideoBlock,
 )
 from metis.wire.unicode_text import clean
+
+log = logging.getLogger("metis")
 
 
 def unrunnable(call: ToolUseBlock, tools: Collection[str]) -> ToolResultBlock:
@@ -41,6 +45,8 @@ def timed_out(call: ToolUseBlock, timeout_seconds: float) -> ToolResultBlock:
 
 
 def failed(call: ToolUseBlock, exc: Exception) -> ToolResultBlock:
+    """The model is told why; a tool that raised is logged too, with its traceback (a WARN:
+    the application's bug would otherwise show only in the model's words)."""
     if isinstance(exc, ValidationError):
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors()
@@ -48,6 +54,13 @@ def failed(call: ToolUseBlock, exc: Exception) -> ToolResultBlock:
         text = f"the arguments of {call.name} are not valid: {problems}"
     else:
         text = described(exc)
+        log.warning(  # the traceback as text made clean: a lone surrogate fails a handler
+            "tool %r raised %s; the model is told, in an is_error result\n%s",
+            call.name,
+            clean(text),
+            clean("".join(traceback.format_exception(exc))).rstrip(),
+            extra={"event": "metis.tool_failed", "tool": call.name, "tool_use_id": call.id},
+        )
     return ToolResultBlock(tool_use_id=call.id, content=clean(text), is_error=True)
 
 

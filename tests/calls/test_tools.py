@@ -480,3 +480,21 @@ def test_a_tool_of_star_args_is_a_config_error() -> None:
 
     with pytest.raises(metis.ConfigError, match=r"tool 'total': \*numbers cannot be filled"):
         tool(total)
+
+
+def test_a_tool_that_raises_is_logged_with_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    """The model was told and the application nothing: a bug in a tool showed only in the
+    model's words. Arguments the model got wrong are the model's to fix, and not logged."""
+    import logging
+
+    def lookup(key: str) -> str:
+        raise KeyError(key)
+
+    reply = reply_with(call("lookup", "tu_1", key="a"), call("lookup", "tu_2", key=[3]))
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        message = run_tools(reply, [lookup])
+    assert [b.is_error for b in message.content if isinstance(b, ToolResultBlock)] == [True] * 2
+    (record,) = [r for r in caplog.records if getattr(r, "event", "") == "metis.tool_failed"]
+    assert record.tool == "lookup" and record.tool_use_id == "tu_1"  # type: ignore[attr-defined]
+    said = record.getMessage()
+    assert "tool 'lookup' raised KeyError" in said and "raise KeyError(key)" in said
