@@ -310,7 +310,8 @@ async def _adapter(model: ModelLike, options: CallOptions) -> AsyncIterator[Adap
         try:
             yield adapter
         except AdapterError as error:
-            note = call_note(error, adapter, model, key_given=bool(options.get("api_key")))
+            keyed, based = bool(options.get("api_key")), bool(options.get("base_url"))
+            note = call_note(error, adapter, model, keyed, base_url_given=based)
             if note is not None:
                 error.add_note(note)  # shown under the traceback's last line
             raise

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from metis.calls.request import unknown_model_note
+from metis.calls.notes import unknown_model_note
 from metis.cli.conversation import WEATHER, Renderer, run_tool, stream_reply, tool_calls
 from metis.cli.models import Models, Target, price
 from metis.cli.output import Output, duration, error, for_readline, note, one_line, usd

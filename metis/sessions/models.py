@@ -103,7 +103,8 @@ async def resolved(
         try:
             yield Resolved(adapter, model, ((adapter, model),))
         except AdapterError as error:  # "no such model": what was meant; a refused key's source
-            note = call_note(error, adapter, model, key_given=bool(options.get("api_key")))
+            keyed, based = bool(options.get("api_key")), bool(options.get("base_url"))
+            note = call_note(error, adapter, model, keyed, base_url_given=based)
             if note is not None:
                 error.add_note(note)
             raise

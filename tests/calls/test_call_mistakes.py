@@ -13,7 +13,7 @@ import pytest
 
 import metis
 from metis.core.options import UnknownOptionError
-from metis.errors import AuthError, ConfigError, InvalidRequestError
+from metis.errors import AuthError, ConfigError, InvalidRequestError, NetworkError
 from metis.testing.emulator import Emulator
 
 MODEL = "anthropic:claude-sonnet-4-5"
@@ -286,7 +286,7 @@ def test_a_session_moved_to_a_misspelt_model_notes_the_catalogs_nearest_too(
 
 
 def test_no_catalog_guess_for_a_model_the_catalog_knows() -> None:
-    from metis.calls.request import unknown_model_note
+    from metis.calls.notes import unknown_model_note
 
     adapter = metis.build_adapter("anthropic", api_key="k")
     assert unknown_model_note(adapter, "anthropic:claude-sonnet-4-5") is None
@@ -356,3 +356,24 @@ def test_options_keyed_by_provider_given_unkeyed_say_the_form_they_take(
     with pytest.raises(ConfigError, match=re.escape(said)):
         metis.Session(MODEL, **options).send("Hi")
     assert at_emulator.stats.requests == 0
+
+
+def test_an_unreachable_server_says_which_variable_chose_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """$OPENAI_BASE_URL left pointing at an emulator that is gone: the NetworkError named only
+    the address; it now says the variable chose it (not when the call gave base_url=)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    with pytest.raises(NetworkError) as caught:
+        metis.complete("openai:gpt-4o", "Hi", max_retries=0)
+    assert caught.value.__notes__ == [
+        "metis: the base URL http://127.0.0.1:9/v1 is $OPENAI_BASE_URL's (unset it for "
+        "https://api.openai.com, or pass base_url=...)"
+    ]
+    with pytest.raises(NetworkError) as caught:
+        metis.Session("openai:gpt-4o", max_retries=0).send("Hi")
+    assert "$OPENAI_BASE_URL's" in caught.value.__notes__[0]
+    with pytest.raises(NetworkError) as caught:
+        metis.complete("openai:gpt-4o", "Hi", max_retries=0, base_url="http://127.0.0.1:9/v1")
+    assert not hasattr(caught.value, "__notes__")
