@@ -41,7 +41,12 @@ def tool_name(function: Callable[..., Any], name: str | None) -> str:
 def input_schema(function: Callable[..., Any], name: str) -> dict[str, Any]:
     """The JSON schema of ``function``'s parameters; a parameter whose type has none, or a
     ``*args`` (a call's input is an object, by name), is a ConfigError naming the tool."""
-    for given in inspect.signature(function).parameters.values():
+    for place, given in enumerate(inspect.signature(function).parameters.values()):
+        if place == 0 and given.name in ("self", "cls"):
+            raise ConfigError(
+                f"tool {name!r}: {given.name} cannot be filled by a model: a method is a tool "
+                f"once bound to its object, metis.tool(obj.{name}) (not @metis.tool in the class)"
+            )
         if given.kind is inspect.Parameter.VAR_POSITIONAL:
             raise ConfigError(
                 f"tool {name!r}: *{given.name} cannot be filled: a model calls a tool with "

@@ -498,3 +498,21 @@ def test_a_tool_that_raises_is_logged_with_its_traceback(caplog: pytest.LogCaptu
     assert record.tool == "lookup" and record.tool_use_id == "tu_1"  # type: ignore[attr-defined]
     said = record.getMessage()
     assert "tool 'lookup' raised KeyError" in said and "raise KeyError(key)" in said
+
+
+def test_a_method_is_a_tool_once_bound_not_in_its_class() -> None:
+    """``@metis.tool`` on a method asked the model for ``self`` (a required parameter of no
+    type), and the call then failed inside the method; it is a ConfigError saying to bind it."""
+
+    class Weather:
+        unit = "C"
+
+        def get(self, city: str) -> str:
+            """Current weather for a city."""
+            return f"18 {self.unit} in {city}"
+
+    with pytest.raises(metis.ConfigError, match=r"self cannot be filled .*metis\.tool\(obj\.get\)"):
+        tool(Weather.get)
+    bound = tool(Weather().get)
+    assert list(bound.definition.input_schema["properties"]) == ["city"]
+    assert bound(city="Oslo") == "18 C in Oslo"
