@@ -54,6 +54,12 @@ def input_schema(function: Callable[..., Any], name: str) -> dict[str, Any]:
             )
     try:
         return TypeAdapter[Any](function).json_schema()  # type: ignore[arg-type]
+    except NameError as exc:  # a string annotation (from __future__ import annotations)
+        raise ConfigError(
+            f"tool {name!r}: a type its parameters name does not resolve ({exc}): a type "
+            "defined inside a function is not found from a string annotation; define it at "
+            "module level"
+        ) from None
     except PydanticUserError as exc:
         hints = _parameter_types(function)
         for parameter, annotation in hints.items():

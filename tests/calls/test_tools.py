@@ -516,3 +516,18 @@ def test_a_method_is_a_tool_once_bound_not_in_its_class() -> None:
     bound = tool(Weather().get)
     assert list(bound.definition.input_schema["properties"]) == ["city"]
     assert bound(city="Oslo") == "18 C in Oslo"
+
+
+def test_a_tool_naming_a_type_no_string_annotation_finds_is_a_config_error() -> None:
+    """This module's annotations are strings (``from __future__ import annotations``): a type
+    defined here, in the function, cannot be found from them; it was a bare NameError."""
+
+    class Place(BaseModel):
+        city: str
+
+    def weather(place: Place) -> str:
+        """Current weather for a place."""
+        return place.city
+
+    with pytest.raises(metis.ConfigError, match=r"'Place' is not defined.*define it at module"):
+        tool(weather)
