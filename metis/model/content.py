@@ -238,6 +238,12 @@ class Message(Canonical):
     def tool(cls, *results: ToolResultBlock) -> Message:
         """The answers to a reply's tool calls, one ``ToolResultBlock`` per call
         (``metis.run_tools(reply, tools)`` makes it from your functions)."""
+        for position, item in enumerate(results):
+            if not isinstance(item, ToolResultBlock | dict):
+                raise TypeError(
+                    f"results[{position}] is {type(item).__name__}, not a ToolResultBlock: a "
+                    "call's answer is ToolResultBlock(tool_use_id=call.id, content=...)"
+                )
         return cls(role=Role.TOOL, content=list(results))
 
 

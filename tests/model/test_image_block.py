@@ -53,3 +53,11 @@ def test_what_is_no_block_in_a_message_is_said_with_what_would_do(tmp_path: Path
         metis.Message.user("x", 3)  # type: ignore[arg-type]
     as_dict = metis.Message.user("x", {"type": "text", "text": "y"})  # type: ignore[arg-type]
     assert [b.type for b in as_dict.content] == ["text", "text"]
+
+
+def test_what_is_no_tool_result_in_a_tool_message_is_said_with_what_would_do() -> None:
+    """``Message.tool("18 C")`` was pydantic's "Input should be a valid dictionary"."""
+    with pytest.raises(TypeError, match=r"results\[0\] is str, not a ToolResultBlock.*tool_use_id"):
+        metis.Message.tool("18 C")  # type: ignore[arg-type]
+    answer = metis.ToolResultBlock(tool_use_id="tu_1", content="18 C")
+    assert metis.Message.tool(answer).content == [answer]
