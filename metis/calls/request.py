@@ -167,7 +167,7 @@ def _request(
         model=model,
         messages=as_messages(messages),
         system_prompt=options.get("system"),
-        tools=[as_tool_definition(t) for t in tools if not isinstance(t, ServerToolLike)],
+        tools=_unique([as_tool_definition(t) for t in tools if not isinstance(t, ServerToolLike)]),
         server_tools=[t for t in tools if isinstance(t, ServerToolLike)],
         tool_choice=options.get("tool_choice"),
         max_output_tokens=max_tokens,
@@ -186,6 +186,20 @@ def _request(
         extra_headers=_nested(options.get("extra_headers"), "extra_headers"),
         extra_query=_nested(options.get("extra_query"), "extra_query"),
     )
+
+
+def _unique(definitions: list[ToolDefinition]) -> list[ToolDefinition]:
+    """The tools, a tool given twice once; two tools of one name an InvalidRequestError (a model
+    calls a tool by its name: Anthropic refuses such a list, others keep one of them)."""
+    kept: dict[str, ToolDefinition] = {}
+    for definition in definitions:
+        seen = kept.setdefault(definition.name, definition)
+        if seen != definition:
+            raise InvalidRequestError(
+                f"tools: two different tools are named {definition.name!r}; a model calls a "
+                "tool by its name: give one of them another, metis.tool(name=...)"
+            )
+    return list(kept.values())
 
 
 _OPTION_OF_FIELD = {"system_prompt": "system"}

@@ -377,3 +377,25 @@ def test_an_unreachable_server_says_which_variable_chose_it(
     with pytest.raises(NetworkError) as caught:
         metis.complete("openai:gpt-4o", "Hi", max_retries=0, base_url="http://127.0.0.1:9/v1")
     assert not hasattr(caught.value, "__notes__")
+
+
+def test_two_tools_of_one_name_are_refused_and_one_tool_given_twice_is_sent_once(
+    at_emulator: Emulator,
+) -> None:
+    """Anthropic answered 400 'Tool names must be unique' (others kept one of the two,
+    unsaid); two different tools of one name are now refused before sending, naming it, and
+    a list that holds one tool twice (two lists joined) sends it once."""
+
+    def other_weather(city: str) -> str:
+        """Weather from another service."""
+        return city
+
+    other = metis.tool(name="get_weather")(other_weather)
+    for model in (MODEL, "openai:gpt-4o"):
+        with pytest.raises(InvalidRequestError, match="two different tools are named"):
+            metis.complete(model, "Weather in Paris?", tools=[get_weather, other], api_key="k")
+    assert at_emulator.stats.requests == 0
+    weather = metis.tool(get_weather)
+    reply = metis.complete(MODEL, "Weather in Paris?", tools=[weather, weather, get_weather])
+    assert reply.tool_calls
+    assert [t["name"] for t in at_emulator.bodies("anthropic")[0]["tools"]] == ["get_weather"]
