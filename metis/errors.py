@@ -31,6 +31,7 @@ __all__ = [
     "ConfigError",
     "ContextOverflowError",
     "ErrorClass",
+    "InputTooLongError",
     "InvalidRequestError",
     "InvariantViolation",
     "NetworkError",
@@ -248,6 +249,14 @@ class CapabilityError(AdapterError):
     found before anything was sent. Not retried."""
 
     error_class = ErrorClass.CAPABILITY
+
+
+class InputTooLongError(ContextOverflowError, CapabilityError):
+    """The input is over the model's context window, found before anything was sent: a
+    ``ContextOverflowError`` (class ``context_overflow``), as the provider's own refusal of it
+    is, and a ``CapabilityError``, as every other need the model cannot meet is."""
+
+    error_class = ErrorClass.CONTEXT_OVERFLOW
 
 
 class CancelledError(AdapterError):

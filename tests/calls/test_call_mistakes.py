@@ -399,3 +399,22 @@ def test_two_tools_of_one_name_are_refused_and_one_tool_given_twice_is_sent_once
     reply = metis.complete(MODEL, "Weather in Paris?", tools=[weather, weather, get_weather])
     assert reply.tool_calls
     assert [t["name"] for t in at_emulator.bodies("anthropic")[0]["tools"]] == ["get_weather"]
+
+
+def test_an_input_over_the_window_is_a_context_overflow_as_in_a_session(
+    at_emulator: Emulator,
+) -> None:
+    """A one-line call over the window was a CapabilityError (class capability) and a session's
+    a ContextOverflowError: code that trims a history on ContextOverflowError missed the first.
+    It is now both, class context_overflow, before anything is sent."""
+    long = "word " * 300_000
+    with pytest.raises(metis.ContextOverflowError) as caught:
+        metis.complete(MODEL, long)
+    assert isinstance(caught.value, metis.CapabilityError)  # as the README has said
+    assert caught.value.error_class == "context_overflow"
+    with pytest.raises(metis.ContextOverflowError):
+        metis.Session(MODEL).send(long)
+    assert at_emulator.stats.requests == 0
+    with pytest.raises(metis.CapabilityError) as other:  # more than the window wrong: not it
+        metis.complete("anthropic:claude-sonnet-4-5", long, max_output_tokens=10**7)
+    assert not isinstance(other.value, metis.ContextOverflowError)
