@@ -54,14 +54,25 @@ def failed(call: ToolUseBlock, exc: Exception) -> ToolResultBlock:
         text = f"the arguments of {call.name} are not valid: {problems}"
     else:
         text = described(exc)
-        log.warning(  # the traceback as text made clean: a lone surrogate fails a handler
+        log.warning(
             "tool %r raised %s; the model is told, in an is_error result\n%s",
             call.name,
             clean(text),
-            clean("".join(traceback.format_exception(exc))).rstrip(),
+            _where(exc),
             extra={"event": "metis.tool_failed", "tool": call.name, "tool_use_id": call.id},
         )
     return ToolResultBlock(tool_use_id=call.id, content=clean(text), is_error=True)
+
+
+def _where(exc: BaseException) -> str:
+    """Where ``exc`` was raised, frame by frame, as clean text: no source lines (reading the
+    files takes the time a tool's timeout is counting) and no lone surrogate (which fails a
+    log handler writing UTF-8)."""
+    frames = traceback.StackSummary.extract(
+        traceback.walk_tb(exc.__traceback__), lookup_lines=False
+    )
+    where = "".join(f'  File "{f.filename}", line {f.lineno}, in {f.name}\n' for f in frames)
+    return clean(f"Traceback (most recent call last):\n{where}{described(exc)}")
 
 
 _MEDIA = (ImageBlock, DocumentBlock, AudioBlock, VideoBlock)

@@ -497,7 +497,7 @@ def test_a_tool_that_raises_is_logged_with_its_traceback(caplog: pytest.LogCaptu
     (record,) = [r for r in caplog.records if getattr(r, "event", "") == "metis.tool_failed"]
     assert record.tool == "lookup" and record.tool_use_id == "tu_1"  # type: ignore[attr-defined]
     said = record.getMessage()
-    assert "tool 'lookup' raised KeyError" in said and "raise KeyError(key)" in said
+    assert "tool 'lookup' raised KeyError" in said and ", in lookup\nKeyError: 'a'" in said
 
 
 def test_a_method_is_a_tool_once_bound_not_in_its_class() -> None:
