@@ -30,6 +30,7 @@ from metis.model.citation import Citation
 from metis.model.media import AudioBlock as AudioBlock
 from metis.model.media import DocumentBlock as DocumentBlock
 from metis.model.media import VideoBlock as VideoBlock
+from metis.model.media import a_url
 from metis.model.server_tools import ServerToolCallBlock as ServerToolCallBlock
 from metis.model.server_tools import ServerToolResultBlock as ServerToolResultBlock
 
@@ -107,7 +108,7 @@ class ImageBlock(BlockBase):
     @classmethod
     def from_url(cls, url: str, **fields: Any) -> ImageBlock:
         """An image the provider fetches from ``url``."""
-        return cls(source=URLImageSource(url=url), **fields)
+        return cls(source=URLImageSource(url=a_url(url, "ImageBlock")), **fields)
 
 
 class ToolUseBlock(BlockBase):
