@@ -445,3 +445,37 @@ def test_an_anthropic_blocks_cache_mark_is_its_cache_hint() -> None:
         with pytest.raises(InvalidRequestError) as refused:
             from_anthropic([{"role": "user", "content": [{**marked, "cache_control": wrong}]}])
         assert f"messages[0].content[0].cache_control{message}" in str(refused.value)
+
+
+def test_an_sdks_own_objects_in_a_stored_history_are_read_as_their_dicts() -> None:
+    """The SDKs' habit: the reply appended as it came (``completion.choices[0].message``, an
+    Anthropic ``response.content``) was 'expected an object, got ChatCompletionMessage'."""
+    from anthropic.types import TextBlock as AnthropicText
+    from anthropic.types import ToolUseBlock as AnthropicToolUse
+    from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageToolCall
+    from openai.types.chat.chat_completion_message_tool_call import Function
+
+    from metis import Message, ToolUseBlock
+
+    call = ChatCompletionMessageToolCall(
+        id="call_1", type="function", function=Function(name="get_weather", arguments="{}")
+    )
+    said = ChatCompletionMessage(role="assistant", content=None, tool_calls=[call])
+    chat = from_openai_chat(
+        [
+            {"role": "user", "content": "Hi"},
+            said,
+            {"role": "tool", "tool_call_id": "call_1", "content": "18 C"},
+        ]
+    )
+    assert isinstance(chat[1].content[0], ToolUseBlock) and chat[1].content[0].name == "get_weather"
+    content = [
+        AnthropicText(type="text", text="Let me check."),
+        AnthropicToolUse(type="tool_use", id="toolu_1", name="get_weather", input={"city": "Oslo"}),
+    ]
+    claude = from_anthropic(
+        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": content}]
+    )
+    assert [type(b).__name__ for b in claude[1].content] == ["TextBlock", "ToolUseBlock"]
+    with pytest.raises(InvalidRequestError, match=r"messages\[0\]: a metis Message already"):
+        from_openai_chat([Message.user("Hi")])
