@@ -92,16 +92,32 @@ def stored_history(messages: Any) -> list[Any]:
     return [plain(message) for message in history(messages)]
 
 
-def plain(value: Any) -> Any:
-    """``value`` with every pydantic object of another library (an SDK's message or block) as
-    its JSON form; metis's own are left for the reader to refuse (they are not stored form)."""
-    if isinstance(value, BaseModel) and not isinstance(value, Canonical):
-        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
-    if isinstance(value, Mapping):
-        return {key: plain(item) for key, item in value.items()}
-    return value
+def plain(message: Any) -> Any:
+    """A message that is another library's pydantic object (an SDK's), or a dict whose lists
+    hold such objects (its blocks), as its JSON form; metis's own are left for the reader to
+    refuse (they are not stored form). Only these two levels: a value nested deeper is the
+    reader's to check, however deep."""
+    if _sdk_object(message):
+        return message.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if not isinstance(message, Mapping) or not any(
+        isinstance(value, list) and any(_sdk_object(item) for item in value)
+        for value in message.values()
+    ):
+        return message
+    return {
+        key: [_dumped(item) for item in value] if isinstance(value, list) else value
+        for key, value in message.items()
+    }
+
+
+def _sdk_object(value: Any) -> bool:
+    return isinstance(value, BaseModel) and not isinstance(value, Canonical)
+
+
+def _dumped(item: Any) -> Any:
+    if _sdk_object(item):
+        return item.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return item
 
 
 def text(item: Mapping[str, Any], key: str, where: str, default: str | None = "") -> str:
