@@ -1,5 +1,12 @@
 """metis: one canonical format for every LLM provider, as a pipeline of small stages.
 
+Start with ``metis.complete("anthropic:claude-sonnet-4-5", "Hi").text`` (``stream``,
+``count_tokens``, ``embed``; ``acomplete``, ``astream``, ... in async code), a
+``metis.Session(model, tools=[...])`` for a conversation and its tool loop, and
+``@metis.tool`` for a tool. The key comes from the provider's variable (``ANTHROPIC_API_KEY``,
+...); a failure is a ``metis.AdapterError`` with an ``error_class``. Every public name, with
+the page that describes it: docs/names.md.
+
 Names are imported on first use, so ``import metis`` costs almost nothing. The names for
 writing stages and stacks (``Stage``, ``Call``, ``Pipeline``, ...) are in
 :mod:`metis.pipeline`.
@@ -15,14 +22,7 @@ from metis.core.lazy_exports import lazy_exports
 from metis.core.version import VERSION as __version__
 
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(
-        [
-            "Adapter",
-            "ChatModel",
-            "build_adapter",
-        ],
-        "metis.adapter",
-    ),
+    **dict.fromkeys(["Adapter", "ChatModel", "build_adapter"], "metis.adapter"),
     **dict.fromkeys(["TokenCount"], "metis.adapter.count_tokens"),
     **dict.fromkeys(["Embedder", "build_embedder"], "metis.adapter.embedder"),
     **dict.fromkeys(["Batches"], "metis.adapter.batches"),
@@ -208,15 +208,7 @@ _EXPORTS: dict[str, str] = {
         ],
         "metis.telemetry",
     ),
-    **dict.fromkeys(
-        [
-            "Tool",
-            "arun_tools",
-            "run_tools",
-            "tool",
-        ],
-        "metis.tools",
-    ),
+    **dict.fromkeys(["Tool", "arun_tools", "run_tools", "tool"], "metis.tools"),
 }
 """Every public name of ``metis``, and the module it is imported from on first use."""
 

@@ -96,6 +96,8 @@ class PriceTable(BaseModel):
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "<inline>") -> PriceTable:
+        """A table from data in a price file's form (``pricing_version``, ``currency``,
+        ``models``); ``source`` names it in errors."""
         if not isinstance(data, dict):
             raise ConfigError(
                 f"{source}: expected a mapping with pricing_version, currency and models, "

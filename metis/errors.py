@@ -31,6 +31,7 @@ __all__ = [
     "ConfigError",
     "ContextOverflowError",
     "ErrorClass",
+    "InputTooLongError",
     "InvalidRequestError",
     "InvariantViolation",
     "NetworkError",
@@ -184,6 +185,7 @@ class AdapterError(Exception):
         return f"{type(self).__name__}({self.error_class.value!r}, {self.message!r})"
 
     def describe(self) -> dict[str, Any]:
+        """The error's fields as JSON-ready data, for a log line or an API answer."""
         return {
             "error_class": self.error_class.value,
             "message": self.message,
@@ -247,6 +249,14 @@ class CapabilityError(AdapterError):
     found before anything was sent. Not retried."""
 
     error_class = ErrorClass.CAPABILITY
+
+
+class InputTooLongError(ContextOverflowError, CapabilityError):
+    """The input is over the model's context window, found before anything was sent: a
+    ``ContextOverflowError`` (class ``context_overflow``), as the provider's own refusal of it
+    is, and a ``CapabilityError``, as every other need the model cannot meet is."""
+
+    error_class = ErrorClass.CONTEXT_OVERFLOW
 
 
 class CancelledError(AdapterError):

@@ -4,6 +4,8 @@ not validate, an exception, a value that cannot be made text), never an exceptio
 
 from __future__ import annotations
 
+import logging
+import traceback
 from collections.abc import Collection
 from typing import Any
 
@@ -21,6 +23,8 @@ from metis.model.content import (
     VideoBlock,
 )
 from metis.wire.unicode_text import clean
+
+log = logging.getLogger("metis")
 
 
 def unrunnable(call: ToolUseBlock, tools: Collection[str]) -> ToolResultBlock:
@@ -41,6 +45,8 @@ def timed_out(call: ToolUseBlock, timeout_seconds: float) -> ToolResultBlock:
 
 
 def failed(call: ToolUseBlock, exc: Exception) -> ToolResultBlock:
+    """The model is told why; a tool that raised is logged too, with its traceback (a WARN:
+    the application's bug would otherwise show only in the model's words)."""
     if isinstance(exc, ValidationError):
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors()
@@ -48,7 +54,25 @@ def failed(call: ToolUseBlock, exc: Exception) -> ToolResultBlock:
         text = f"the arguments of {call.name} are not valid: {problems}"
     else:
         text = described(exc)
+        log.warning(
+            "tool %r raised %s; the model is told, in an is_error result\n%s",
+            call.name,
+            clean(text),
+            _where(exc),
+            extra={"event": "metis.tool_failed", "tool": call.name, "tool_use_id": call.id},
+        )
     return ToolResultBlock(tool_use_id=call.id, content=clean(text), is_error=True)
+
+
+def _where(exc: BaseException) -> str:
+    """Where ``exc`` was raised, frame by frame, as clean text: no source lines (reading the
+    files takes the time a tool's timeout is counting) and no lone surrogate (which fails a
+    log handler writing UTF-8)."""
+    frames = traceback.StackSummary.extract(
+        traceback.walk_tb(exc.__traceback__), lookup_lines=False
+    )
+    where = "".join(f'  File "{f.filename}", line {f.lineno}, in {f.name}\n' for f in frames)
+    return clean(f"Traceback (most recent call last):\n{where}{described(exc)}")
 
 
 _MEDIA = (ImageBlock, DocumentBlock, AudioBlock, VideoBlock)

@@ -4,6 +4,7 @@ docstring's first paragraph, each parameter's from its ``Args:`` entry."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable
@@ -15,13 +16,50 @@ from metis.errors import ConfigError
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+"""A tool name every provider takes."""
+
+
+def tool_name(function: Callable[..., Any], name: str | None) -> str:
+    """The name given, else the function's (a ``functools.partial``'s: its function's); a
+    ConfigError saying to give one when the function has none a provider takes (a lambda, a
+    callable object)."""
+    if name is not None:
+        return name
+    inner = function.func if isinstance(function, functools.partial) else function
+    found = getattr(inner, "__name__", None)
+    if isinstance(found, str) and _NAME.match(found):
+        return found
+    what = f"named {found!r}" if isinstance(found, str) else "with no __name__"
+    raise ConfigError(
+        f"a tool made of a {type(function).__name__} {what} needs a name a provider takes "
+        "(1 to 64 of a-z, A-Z, 0-9, _ and -): give one, metis.tool(name='get_weather')(f) "
+        "or Tool.from_function(f, name='get_weather')"
+    )
 
 
 def input_schema(function: Callable[..., Any], name: str) -> dict[str, Any]:
-    """The JSON schema of ``function``'s parameters; a parameter whose type has none is a
-    ConfigError naming the tool, the parameter and the type."""
+    """The JSON schema of ``function``'s parameters; a parameter whose type has none, or a
+    ``*args`` (a call's input is an object, by name), is a ConfigError naming the tool."""
+    for place, given in enumerate(inspect.signature(function).parameters.values()):
+        if place == 0 and given.name in ("self", "cls"):
+            raise ConfigError(
+                f"tool {name!r}: {given.name} cannot be filled by a model: a method is a tool "
+                f"once bound to its object, metis.tool(obj.{name}) (not @metis.tool in the class)"
+            )
+        if given.kind is inspect.Parameter.VAR_POSITIONAL:
+            raise ConfigError(
+                f"tool {name!r}: *{given.name} cannot be filled: a model calls a tool with "
+                "its arguments by name; give the tool named parameters"
+            )
     try:
         return TypeAdapter[Any](function).json_schema()  # type: ignore[arg-type]
+    except NameError as exc:  # a string annotation (from __future__ import annotations)
+        raise ConfigError(
+            f"tool {name!r}: a type its parameters name does not resolve ({exc}): a type "
+            "defined inside a function is not found from a string annotation; define it at "
+            "module level"
+        ) from None
     except PydanticUserError as exc:
         hints = _parameter_types(function)
         for parameter, annotation in hints.items():

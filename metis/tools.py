@@ -50,7 +50,7 @@ from metis.model.request import FREEFORM_SCHEMA, FreeformInput, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.model.server_tools import ServerToolLike
 from metis.tool_results import failed, result_of, timed_out, unrunnable
-from metis.tool_schemas import docstring, drop_titles, input_schema, snake
+from metis.tool_schemas import docstring, drop_titles, input_schema, snake, tool_name
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -61,17 +61,16 @@ M = TypeVar("M", bound=BaseModel)
 
 @dataclass(frozen=True, slots=True)
 class Tool(Generic[P, R]):
-    """A tool the model may call: its definition, and the function that answers the call.
-
-    A ``Tool[P, R]`` is called as its function is (``P``'s arguments, ``R`` back), so a type
-    checker knows an ``@metis.tool`` function's signature as well as before it was decorated.
-    """
+    """A tool the model may call: its definition, and the function that answers the call. A
+    ``Tool[P, R]`` is called as its function is (``P``'s arguments, ``R`` back), so a type
+    checker knows an ``@metis.tool`` function's signature as well as before it was decorated."""
 
     definition: ToolDefinition
     function: Callable[P, R]
 
     @property
     def name(self) -> str:
+        """The name the model calls the tool by."""
         return self.definition.name
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -94,16 +93,17 @@ class Tool(Generic[P, R]):
         if not callable(function) or isinstance(function, type):
             raise ConfigError(f"a tool is made of a function, got {described_value(function)}")
         summary, params = docstring(inspect.getdoc(function) or "")
-        schema = input_schema(function, name or function.__name__)
+        name = tool_name(function, name)
+        schema = input_schema(function, name)
         if freeform is not None:
-            _takes_text(function, schema, name or function.__name__)
+            _takes_text(function, schema, name)
         for param, text in params.items():
             prop = schema.get("properties", {}).get(param)
             if isinstance(prop, dict):
                 prop.setdefault("description", text)
         drop_titles(schema)
         definition = ToolDefinition(
-            name=name or function.__name__,
+            name=name,
             description=description if description is not None else summary,
             input_schema=schema if freeform is None else FREEFORM_SCHEMA,
             freeform=freeform,

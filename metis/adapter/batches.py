@@ -160,6 +160,7 @@ class Batches:
     # Following -------------------------------------------------------------------------
 
     async def status(self, batch_id: str) -> BatchStatus:
+        """Where the batch stands now (one request to the provider; ``wait`` polls it)."""
         answer = await self._json(self._module().status_request(self.root, batch_id))
         status: BatchStatus = self._module().read_status(answer, self.adapter.name)
         return status
@@ -177,6 +178,8 @@ class Batches:
                 await anyio.sleep(poll_seconds)
 
     async def cancel(self, batch_id: str) -> BatchStatus:
+        """Ask the provider to stop the batch; its status after asking (items already done
+        keep their results)."""
         await self._json(self._module().cancel_request(self.root, batch_id))
         return await self.status(batch_id)
 

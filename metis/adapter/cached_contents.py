@@ -86,6 +86,7 @@ class CachedContents:
 
     @checked_options
     async def get(self, name: str) -> CachedContent:
+        """The cached content named ``name`` (``cachedContents/...``), as Gemini keeps it."""
         answer = await self._json("GET", self._url(name))
         return read_cached_content(answer)
 

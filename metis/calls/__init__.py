@@ -297,7 +297,7 @@ async def _adapter(model: ModelLike, options: CallOptions) -> AsyncIterator[Adap
             this_loop().watch(model)
         yield model
         return
-    stack_name, _ = stack_and_model(model)
+    stack_name, wire = stack_and_model(model)
     async with leased_adapter(
         stack_name,
         api_key=options.get("api_key"),
@@ -305,11 +305,13 @@ async def _adapter(model: ModelLike, options: CallOptions) -> AsyncIterator[Adap
         timeout_seconds=options.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
         max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
         settings=options.get("settings"),
+        model=wire,
     ) as adapter:
         try:
             yield adapter
         except AdapterError as error:
-            note = call_note(error, adapter, model, key_given=bool(options.get("api_key")))
+            keyed, based = bool(options.get("api_key")), bool(options.get("base_url"))
+            note = call_note(error, adapter, model, keyed, base_url_given=based)
             if note is not None:
                 error.add_note(note)  # shown under the traceback's last line
             raise

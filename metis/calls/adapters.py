@@ -31,6 +31,7 @@ from metis.adapter.adapter import Adapter
 from metis.adapter.embedder import Embedder
 from metis.errors import InvalidRequestError, NotConfiguredError
 from metis.pipeline.config import checked_config
+from metis.pipeline.settings import with_model
 from metis.stacks.loader import StackSpec, load_stack
 from metis.transport.loop_clients import at_loop_end
 
@@ -133,11 +134,14 @@ async def leased_adapter(
     timeout_seconds: float,
     max_retries: int,
     settings: Mapping[str, Any] | None = None,
+    model: str | None = None,
 ) -> AsyncIterator[Adapter]:
     """The adapter for ``stack_name`` and these settings on the running event loop, open
     while the block runs. The key defaults to the stack's variable; the base URL to the SDK's
-    variable the stack names (read by the adapter)."""
+    variable the stack names (read by the adapter); ``model`` (the call's, as the provider
+    names it) is the settings' model where the stack's settings take one."""
     stack = builtin_stack(stack_name)
+    settings = with_model(stack.settings, settings, model)
     api_key = api_key or (os.environ.get(stack.auth.env) if stack.auth.env else None)
     _require_key(stack, api_key)
     # Keyed by what the adapter is built from, so a changed variable gets a new adapter.

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar
 
 from pydantic import PydanticUserError, TypeAdapter, ValidationError
 
 from metis.adapter.adapter import Adapter
+from metis.calls.notes import call_note as call_note
+from metis.calls.notes import unknown_model_note as unknown_model_note
 from metis.calls.option_types import check_option_types, check_provider_keys
 from metis.core.options import check_options
 from metis.errors import (
-    AdapterError,
-    AuthError,
     ConfigError,
     InvalidRequestError,
     OutputValidationError,
@@ -168,7 +167,7 @@ def _request(
         model=model,
         messages=as_messages(messages),
         system_prompt=options.get("system"),
-        tools=[as_tool_definition(t) for t in tools if not isinstance(t, ServerToolLike)],
+        tools=_unique([as_tool_definition(t) for t in tools if not isinstance(t, ServerToolLike)]),
         server_tools=[t for t in tools if isinstance(t, ServerToolLike)],
         tool_choice=options.get("tool_choice"),
         max_output_tokens=max_tokens,
@@ -187,6 +186,20 @@ def _request(
         extra_headers=_nested(options.get("extra_headers"), "extra_headers"),
         extra_query=_nested(options.get("extra_query"), "extra_query"),
     )
+
+
+def _unique(definitions: list[ToolDefinition]) -> list[ToolDefinition]:
+    """The tools, a tool given twice once; two tools of one name an InvalidRequestError (a model
+    calls a tool by its name: Anthropic refuses such a list, others keep one of them)."""
+    kept: dict[str, ToolDefinition] = {}
+    for definition in definitions:
+        seen = kept.setdefault(definition.name, definition)
+        if seen != definition:
+            raise InvalidRequestError(
+                f"tools: two different tools are named {definition.name!r}; a model calls a "
+                "tool by its name: give one of them another, metis.tool(name=...)"
+            )
+    return list(kept.values())
 
 
 _OPTION_OF_FIELD = {"system_prompt": "system"}
@@ -245,37 +258,6 @@ def structured_output(output_type: type[T] | None, options: ModelOptions) -> Typ
             f"list, dict, Literal) ({getattr(exc, 'code', type(exc).__name__)})"
         ) from None
     return output
-
-
-def call_note(error: AdapterError, adapter: Adapter, model: str, key_given: bool) -> str | None:
-    """What a one-line call or a session adds to a provider's refusal, shown under the
-    traceback: for "no such model" the catalog's nearest names, for a refused key where that key
-    came from (the stack's variable, or ``api_key=``)."""
-    if isinstance(error, InvalidRequestError) and error.provider_status == 404:
-        return unknown_model_note(adapter, model)
-    if isinstance(error, AuthError) and error.provider_status in (401, 403):
-        env = adapter.stack.auth.env
-        if key_given:
-            return "metis: the key sent was the call's api_key="
-        if env and not os.environ.get(env):
-            return f"metis: no key was sent: ${env} is not set (or pass api_key=...)"
-        if env:
-            return f"metis: the key sent was ${env}'s (or pass api_key=...)"
-    return None
-
-
-def unknown_model_note(adapter: Adapter, model: str) -> str | None:
-    """For a provider's "no such model" (404): the model catalog's nearest names, when the
-    catalog does not know the one asked for (a misspelling, most often)."""
-    from metis.catalog import default_catalog
-    from metis.core.suggest import closest
-
-    provider, wire = adapter.stack.catalog, adapter.wire_model(model)
-    if not provider or wire in (ids := default_catalog().ids(provider)):
-        return None
-    near = closest(wire, ids, n=3, cutoff=0.7)
-    known = f"; the nearest it has: {', '.join(near)}" if near else ""
-    return f"metis: {wire!r} is not in the model catalog for {provider}{known}"
 
 
 def _type_name(kind: object) -> str:

@@ -40,6 +40,9 @@ def run(args: argparse.Namespace) -> int:
         right=(1, 2, 5, 6),
     )
     more = f" (first {len(shown)}; --limit N for more)" if len(found) > len(shown) else ""
+    if not found and search:  # a misspelling, most often: the nearest ids, to search again
+        ids = {info.id for info in catalog if provider is None or info.provider == provider}
+        more = did_you_mean(search, ids)
     out.line(
         f"{len(found)} models{more}; catalog {catalog.version} from {catalog.source}; "
         "prices in USD per million tokens",

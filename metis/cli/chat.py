@@ -18,6 +18,7 @@ from pathlib import Path
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from metis.calls.notes import unknown_model_note
 from metis.cli.conversation import WEATHER, Renderer, run_tool, stream_reply, tool_calls
 from metis.cli.models import Models, Target, price
 from metis.cli.output import Output, duration, error, for_readline, note, one_line, usd
@@ -60,6 +61,9 @@ class Chat:
             why = f"{target.reason}: " if target.reason and target.reason != "offline" else ""
             where = f"offline, {why}replies come from the metis emulator at {emulator.url}"
         note(self.out, f"model {target.name} via {target.provider} ({where})")
+        unknown = unknown_model_note(target.adapter, target.model)
+        if unknown is not None:  # a misspelling, most often: said now, not after a 404
+            note(self.out, unknown.removeprefix("metis: "))
 
     async def reply(self, text: str) -> None:
         assert self.target is not None

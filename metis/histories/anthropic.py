@@ -26,6 +26,7 @@ from metis.histories.reading import (
     message,
     role_shown,
     shown,
+    stored_history,
     text,
     tool_input,
 )
@@ -67,7 +68,7 @@ def from_anthropic(
     ids = Ids() if ids is None else ids
     made_by = ProviderRaw(provider="anthropic", model=model)
     out = [from_anthropic_system(system, ids, made_by)] if system else []
-    for i, raw in enumerate(history(messages)):
+    for i, raw in enumerate(stored_history(messages)):
         out += from_anthropic_turn(raw, f"messages[{i}]", ids, made_by)
     return out
 

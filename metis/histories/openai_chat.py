@@ -20,6 +20,7 @@ from metis.histories.reading import (
     mapping,
     message,
     role_shown,
+    stored_history,
     text,
     tool_input,
 )
@@ -57,7 +58,7 @@ def from_openai_chat(messages: Iterable[Any], *, ids: Ids | None = None) -> list
     ids = Ids() if ids is None else ids
     out: list[Message] = []
     called: dict[str, str] = {}  # legacy function calls awaiting their result: name -> id
-    for i, raw in enumerate(history(messages)):
+    for i, raw in enumerate(stored_history(messages)):
         from_openai_chat_turn(out, raw, f"messages[{i}]", ids, called)
     return out
 

@@ -18,6 +18,7 @@ from metis.adapter.sendable import first_unsendable
 from metis.core.ids import new_tool_id
 from metis.core.model_fields import with_hints
 from metis.errors import InvalidRequestError
+from metis.model.base import Canonical
 from metis.model.content import Message
 from metis.model.message_dicts import message_from_dict
 from metis.wire.json_limits import loads
@@ -65,6 +66,8 @@ def role_shown(role: Any) -> str:
 
 
 def mapping(item: Any, where: str) -> Mapping[str, Any]:
+    if isinstance(item, Message):
+        raise InvalidRequestError(f"{where}: a metis Message already: it needs no reading")
     if not isinstance(item, Mapping):
         raise InvalidRequestError(f"{where}: expected an object, got {shown(item)}")
     return item
@@ -81,6 +84,40 @@ def history(messages: Any, where: str = "messages") -> list[Any]:
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
         raise InvalidRequestError(f"{where}: expected a list of messages, got {shown(messages)}")
     return list(messages)
+
+
+def stored_history(messages: Any) -> list[Any]:
+    """:func:`history`, an official SDK's objects in it as the dicts they stand for: its reply
+    appended as it came (``completion.choices[0].message``, ``response.content``)."""
+    return [plain(message) for message in history(messages)]
+
+
+def plain(message: Any) -> Any:
+    """A message that is another library's pydantic object (an SDK's), or a dict whose lists
+    hold such objects (its blocks), as its JSON form; metis's own are left for the reader to
+    refuse (they are not stored form). Only these two levels: a value nested deeper is the
+    reader's to check, however deep."""
+    if _sdk_object(message):
+        return message.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if not isinstance(message, Mapping) or not any(
+        isinstance(value, list) and any(_sdk_object(item) for item in value)
+        for value in message.values()
+    ):
+        return message
+    return {
+        key: [_dumped(item) for item in value] if isinstance(value, list) else value
+        for key, value in message.items()
+    }
+
+
+def _sdk_object(value: Any) -> bool:
+    return isinstance(value, BaseModel) and not isinstance(value, Canonical)
+
+
+def _dumped(item: Any) -> Any:
+    if _sdk_object(item):
+        return item.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return item
 
 
 def text(item: Mapping[str, Any], key: str, where: str, default: str | None = "") -> str:

@@ -32,6 +32,7 @@ class BatchStatus:
 
     @property
     def done(self) -> bool:
+        """The batch has ended (finished, failed, cancelled or expired): nothing more comes."""
         return self.state in FINAL_STATES
 
 
@@ -61,8 +62,11 @@ class BatchResults:
 
     @property
     def succeeded(self) -> dict[str, CanonicalResponse]:
+        """The replies of the requests that succeeded, by your ids."""
         return {k: v.response for k, v in self.items.items() if v.response is not None}
 
     @property
     def failed(self) -> dict[str, BatchItem]:
+        """The items of the requests that did not succeed, by your ids (each with its
+        ``error``)."""
         return {k: v for k, v in self.items.items() if v.response is None}

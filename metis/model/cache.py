@@ -60,6 +60,7 @@ class CachePolicy(Canonical):
 
     @classmethod
     def off(cls) -> CachePolicy:
+        """Cache nothing a request could ask for (a provider's implicit cache still works)."""
         return cls(prefix=False, conversation=False)
 
 

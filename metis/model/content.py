@@ -30,6 +30,7 @@ from metis.model.citation import Citation
 from metis.model.media import AudioBlock as AudioBlock
 from metis.model.media import DocumentBlock as DocumentBlock
 from metis.model.media import VideoBlock as VideoBlock
+from metis.model.media import a_url
 from metis.model.server_tools import ServerToolCallBlock as ServerToolCallBlock
 from metis.model.server_tools import ServerToolResultBlock as ServerToolResultBlock
 
@@ -107,7 +108,7 @@ class ImageBlock(BlockBase):
     @classmethod
     def from_url(cls, url: str, **fields: Any) -> ImageBlock:
         """An image the provider fetches from ``url``."""
-        return cls(source=URLImageSource(url=url), **fields)
+        return cls(source=URLImageSource(url=a_url(url, "ImageBlock")), **fields)
 
 
 class ToolUseBlock(BlockBase):
@@ -219,18 +220,31 @@ class Message(Canonical):
 
     @classmethod
     def system(cls, text: str) -> Message:
+        """A system message of ``text`` (or give ``system=`` to a call or session)."""
         return cls(role=Role.SYSTEM, content=[TextBlock(text=text)])
 
     @classmethod
     def user(cls, *content: str | ContentBlock) -> Message:
+        """A user message of these parts in order: strings are text, blocks as they are
+        (``Message.user("What is in it?", ImageBlock.from_path("chart.png"))``)."""
         return cls(role=Role.USER, content=_blocks(content))
 
     @classmethod
     def assistant(cls, *content: str | ContentBlock) -> Message:
+        """An assistant message of these parts (a reply written into a history by hand; a
+        reply's own is ``reply.message``)."""
         return cls(role=Role.ASSISTANT, content=_blocks(content))
 
     @classmethod
     def tool(cls, *results: ToolResultBlock) -> Message:
+        """The answers to a reply's tool calls, one ``ToolResultBlock`` per call
+        (``metis.run_tools(reply, tools)`` makes it from your functions)."""
+        for position, item in enumerate(results):
+            if not isinstance(item, ToolResultBlock | dict):
+                raise TypeError(
+                    f"results[{position}] is {type(item).__name__}, not a ToolResultBlock: a "
+                    "call's answer is ToolResultBlock(tool_use_id=call.id, content=...)"
+                )
         return cls(role=Role.TOOL, content=list(results))
 
 

@@ -37,6 +37,7 @@ class ImageInput:
 
     @property
     def data_url(self) -> str:
+        """The image as a ``data:`` URL."""
         return f"data:{self.media_type};base64,{self.data}"
 
 
@@ -60,6 +61,7 @@ class EmbeddingResult:
 
     @property
     def dimensions(self) -> int:
+        """The length of each vector (0 when there is none)."""
         return len(self.vectors[0]) if self.vectors else 0
 
     def __len__(self) -> int:
@@ -92,4 +94,5 @@ class PartialEmbeddings:
 
     @property
     def succeeded(self) -> int:
+        """How many inputs have their vector."""
         return sum(vector is not None for vector in self.vectors)

@@ -165,7 +165,7 @@ class FileBlock(BlockBase):
     @classmethod
     def from_url(cls, url: str, media_type: str | None = None, **fields: Any) -> Self:
         """A block the provider fetches from ``url``."""
-        return cls(source=URLSource(url=url, media_type=media_type), **fields)
+        return cls(source=URLSource(url=a_url(url, cls.__name__), media_type=media_type), **fields)
 
     @classmethod
     def from_file_id(
@@ -174,6 +174,16 @@ class FileBlock(BlockBase):
         """A block naming a file in ``provider``'s store (sent to that provider only)."""
         source = FileIdSource(file_id=file_id, provider=provider, media_type=media_type)
         return cls(source=source, **fields)
+
+
+def a_url(url: str, block: str) -> str:
+    """``url``, or a ValueError when it has no scheme: a local file's path, most often."""
+    if isinstance(url, str) and len(urlsplit(url).scheme) > 1:
+        return url
+    raise ValueError(
+        f"{block}.from_url({url!r}): not a URL (no scheme, as https://); a local file is "
+        f"{block}.from_path(path)"
+    )
 
 
 class DocumentBlock(FileBlock):

@@ -96,18 +96,22 @@ class ToolChoice(Canonical):
 
     @classmethod
     def auto(cls) -> ToolChoice:
+        """The model decides whether to call a tool (the default)."""
         return cls(type="auto")
 
     @classmethod
     def any(cls) -> ToolChoice:
+        """The model must call a tool, any of them."""
         return cls(type="any")
 
     @classmethod
     def tool(cls, name: str) -> ToolChoice:
+        """The model must call the tool named ``name``."""
         return cls(type="tool", name=name)
 
     @classmethod
     def none(cls) -> ToolChoice:
+        """The model must not call a tool."""
         return cls(type="none")
 
 

@@ -46,6 +46,7 @@ class ServerToolRequests(Canonical):
         return bool(self.web_search or self.web_fetch or self.file_search)
 
     def plus(self, more: ServerToolRequests) -> ServerToolRequests:
+        """The two counts added up."""
         if not more:
             return self
         if not self:
@@ -100,6 +101,7 @@ class TokenUsage(Canonical):
 
     @property
     def total_input_tokens(self) -> int:
+        """Every input token: uncached, read from the cache and written to it."""
         return self.input_tokens + self.cached_input_tokens + self.cache_creation_input_tokens
 
     def plus(self, more: TokenUsage) -> TokenUsage:

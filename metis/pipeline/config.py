@@ -59,6 +59,8 @@ class AdapterConfig(BaseModel):
         return dict(self.options)
 
     def merged_capabilities(self, declared: AdapterCapabilities) -> AdapterCapabilities:
+        """The stack's ``declared`` capabilities with this config's ``capabilities`` over
+        them."""
         if not self.capabilities:
             return declared
         return AdapterCapabilities.model_validate({**declared.model_dump(), **self.capabilities})

@@ -94,6 +94,8 @@ class Watch:
     events it looks at: a text delta costs nothing to a watch of tool calls."""
 
     def event(self, event: StreamEvent) -> Passed:
+        """The event to pass on (itself or a new one), None to drop it, or a list of events
+        to pass on in its place."""
         return event
 
     async def completed(self, event: MessageComplete) -> MessageComplete | None:
@@ -103,6 +105,8 @@ class Watch:
         return None
 
     def close(self, error: BaseException | None) -> BaseException | None:
+        """The call ended (``error`` is why, None at a normal end): the exception to raise
+        in its place, or None to leave it as it is."""
         return None
 
 
@@ -110,6 +114,8 @@ class EventHook(Stage[RequestT, RequestT, StreamEvent, StreamEvent]):
     """A stage that sees each event on its way out, run in the engine's one loop."""
 
     async def open(self, request: RequestT, call: Call) -> tuple[RequestT, Watch | None]:
+        """At the call's start: the request to pass inward and the call's watch (None to
+        watch nothing)."""
         raise NotImplementedError(f"hook {self.name!r} does not implement open")
 
     def __call__(

@@ -68,9 +68,11 @@ class Pipeline:
 
     @property
     def stages(self) -> tuple[AnyStage, ...]:
+        """The stages, outermost first (the order a request goes down them)."""
         return self._stages
 
     def names(self) -> list[str]:
+        """The stages' names, outermost first."""
         return [s.name for s in self._stages]
 
     def __iter__(self) -> Iterator[AnyStage]:
@@ -91,18 +93,24 @@ class Pipeline:
     # Editing ---------------------------------------------------------------------------
 
     def insert_before(self, name: str, stage: AnyStage) -> Pipeline:
+        """Put ``stage`` just outside the stage named ``name``; the pipeline checks the
+        neighbours' types (a ``StackError`` naming the stage when they do not fit)."""
         i = self._index(name)
         return self._install((*self._stages[:i], stage, *self._stages[i:]))
 
     def insert_after(self, name: str, stage: AnyStage) -> Pipeline:
+        """Put ``stage`` just inside the stage named ``name`` (the request reaches it next),
+        checked as :meth:`insert_before`."""
         i = self._index(name) + 1
         return self._install((*self._stages[:i], stage, *self._stages[i:]))
 
     def replace(self, name: str, stage: AnyStage) -> Pipeline:
+        """Put ``stage`` where the stage named ``name`` is, checked as :meth:`insert_before`."""
         i = self._index(name)
         return self._install((*self._stages[:i], stage, *self._stages[i + 1 :]))
 
     def remove(self, name: str) -> Pipeline:
+        """Take the stage named ``name`` out, checked as :meth:`insert_before`."""
         i = self._index(name)
         return self._install(self._stages[:i] + self._stages[i + 1 :])
 

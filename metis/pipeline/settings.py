@@ -157,6 +157,24 @@ def settings_kind(kind: str, where: str = "") -> type[ProviderSettings]:
     return found
 
 
+def names_a_model(kind: str) -> bool:
+    """Whether the settings of this kind name a model (Ollama's: the one ``init()`` asks the
+    server about)."""
+    return "model" in settings_kind(kind).model_fields
+
+
+def with_model(kind: str, settings: Any, model: str | None) -> Any:
+    """``settings`` with a call's ``model`` where settings of this kind name a model and these
+    do not: Ollama's ``init()`` then asks the server what that model can do (its tools, images
+    and thinking), which the stack's defaults do not claim. Settings that are no mapping are
+    left for their check to refuse."""
+    if model is None or not names_a_model(kind):
+        return settings
+    if settings is not None and (not isinstance(settings, Mapping) or "model" in settings):
+        return settings
+    return {**(settings or {}), "model": model}
+
+
 def setting_named(name: str) -> str | None:
     """The provider setting (of any kind) ``name`` stands for, exactly or misspelt: what a
     keyword given beside a call's options rather than in its ``settings=`` most likely is."""

@@ -118,6 +118,8 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
 
     @classmethod
     def signature(cls) -> StageSignature:
+        """What the stage takes and gives, read from its type parameters (the pipeline
+        checks each stage's against its neighbours')."""
         return _signature_of(cls)
 
 
@@ -126,6 +128,7 @@ class Transform(Stage[RequestIn, RequestOut, Any, Any]):
     the items alone (it costs nothing per item). ``encode`` is one: canonical in, wire out."""
 
     def rewrite(self, request: RequestIn, call: Call) -> RequestOut:
+        """The request as the next stage inward is to see it."""
         raise NotImplementedError(f"stage {self.name!r} does not implement rewrite")
 
     def __call__(self, request: RequestIn, call: Call, inner: Inner[RequestOut, Any]) -> Any:
@@ -140,6 +143,7 @@ class AsyncRequestStage(Stage[RequestIn, RequestIn, Any, Any]):
     """A request transform that awaits (an auth step fetching a token, a region lookup)."""
 
     async def rewrite(self, request: RequestIn, call: Call) -> RequestIn:
+        """The request as the next stage inward is to see it, awaited."""
         raise NotImplementedError(f"stage {self.name!r} does not implement rewrite")
 
     def __call__(self, request: RequestIn, call: Call, inner: Inner[RequestIn, Any]) -> Any:

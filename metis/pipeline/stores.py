@@ -33,7 +33,9 @@ class ToolIdStore(Protocol):
         """Record canonical id -> provider id pairs."""
         ...
 
-    async def forget(self, session_id: str) -> None: ...
+    async def forget(self, session_id: str) -> None:
+        """Drop every pair kept for the session."""
+        ...
 
 
 @checked_init
@@ -47,6 +49,7 @@ class InMemoryToolIdStore:
     async def provider_ids(
         self, session_id: str, provider: str, canonical_ids: Iterable[str]
     ) -> dict[str, str]:
+        """The known provider id for each canonical id that has one."""
         session = self._sessions.get(session_id)
         if session is None:
             return {}
@@ -55,6 +58,7 @@ class InMemoryToolIdStore:
         return {cid: known[cid] for cid in canonical_ids if cid in known}
 
     async def remember(self, session_id: str, provider: str, pairs: Mapping[str, str]) -> None:
+        """Record canonical id -> provider id pairs; the session becomes the most recent."""
         if not pairs:
             return
         session = self._sessions.setdefault(session_id, {})
@@ -64,6 +68,7 @@ class InMemoryToolIdStore:
             self._sessions.popitem(last=False)
 
     async def forget(self, session_id: str) -> None:
+        """Drop every pair kept for the session."""
         self._sessions.pop(session_id, None)
 
 

@@ -47,6 +47,8 @@ class CooldownPolicy:
     probe_timeout: float = 120.0
 
     def cooldown(self, error_class: ErrorClass, failures: int, retry_after: float | None) -> float:
+        """Seconds to cool down after ``failures`` failures in a row, the last of
+        ``error_class``, the provider having said ``retry_after``."""
         base = dict(self.base_seconds).get(error_class, self.default_seconds)
         backoff = base * 2.0 ** min(max(failures - 1, 0), 32)
         told = min(retry_after, MAX_RETRY_AFTER_SECONDS) if retry_after else 0.0
@@ -78,6 +80,7 @@ class Admission:
 
     @property
     def reason(self) -> str:
+        """Why the call may or may not go, in words (for telemetry)."""
         if self.admitted:
             return "probing after a cool-down" if self.probe else "available"
         if self.state is State.PROBING:
@@ -140,17 +143,30 @@ def abandoned(record: AvailabilityRecord, now: float) -> AvailabilityRecord:
 class AvailabilityStore(Protocol):
     """Keeps each key's record and applies the rules atomically."""
 
-    async def admit(self, key: str) -> tuple[Admission, Change | None]: ...
+    async def admit(self, key: str) -> tuple[Admission, Change | None]:
+        """May a call go to the model ``key`` now (a probe after its cool-down), and the
+        change it made."""
+        ...
 
-    async def succeeded(self, key: str) -> Change | None: ...
+    async def succeeded(self, key: str) -> Change | None:
+        """A call to ``key`` succeeded: it is available again; the change, if any."""
+        ...
 
     async def failed(
         self, key: str, error_class: ErrorClass, retry_after: float | None
-    ) -> Change | None: ...
+    ) -> Change | None:
+        """A call to ``key`` failed with ``error_class``: it cools down (at least
+        ``retry_after`` seconds); the change, if any."""
+        ...
 
-    async def abandoned(self, key: str) -> Change | None: ...
+    async def abandoned(self, key: str) -> Change | None:
+        """A probe of ``key`` ended with no verdict: the next call may probe; the change, if
+        any."""
+        ...
 
-    async def record(self, key: str) -> AvailabilityRecord: ...
+    async def record(self, key: str) -> AvailabilityRecord:
+        """The record kept for ``key`` (available when none is)."""
+        ...
 
 
 @checked_init
@@ -167,27 +183,32 @@ class InMemoryAvailability:
         self._records: dict[str, AvailabilityRecord] = {}
 
     async def record(self, key: str) -> AvailabilityRecord:
+        """The record kept for ``key`` (available when none is)."""
         return self._get(key, self.clock())
 
     async def admit(self, key: str) -> tuple[Admission, Change | None]:
+        """May a call go to the model ``key`` now, and the change it made."""
         now = self.clock()
         old = self._get(key, now)
         admission, new = admit(old, now, self.policy)
         return admission, self._set(key, old, new, "probe")
 
     async def succeeded(self, key: str) -> Change | None:
+        """A call to ``key`` succeeded: it is available again; the change, if any."""
         old = self._get(key, self.clock())
         return self._set(key, old, succeeded(old), "success")
 
     async def failed(
         self, key: str, error_class: ErrorClass, retry_after: float | None
     ) -> Change | None:
+        """A call to ``key`` failed: it cools down; the change, if any."""
         now = self.clock()
         old = self._get(key, now)
         new, seconds = failed(old, now, self.policy, error_class, retry_after)
         return self._set(key, old, new, error_class.value, seconds)
 
     async def abandoned(self, key: str) -> Change | None:
+        """A probe of ``key`` ended with no verdict: the next call may probe."""
         now = self.clock()
         old = self._get(key, now)
         return self._set(key, old, abandoned(old, now), "abandoned")

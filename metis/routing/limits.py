@@ -80,7 +80,9 @@ class SharedSlots(Protocol):
         """Take one of ``limit`` slots for ``holder``; False when all are held."""
         ...
 
-    async def give_back(self, name: str, holder: str) -> None: ...
+    async def give_back(self, name: str, holder: str) -> None:
+        """End ``holder``'s lease of a slot."""
+        ...
 
 
 SHARED_SLOT_POLL_SECONDS = 0.05
@@ -111,6 +113,8 @@ class InMemoryBuckets:
     async def reserve(
         self, name: str, per_minute: float, amount: float, max_wait: float
     ) -> float | None:
+        """Take ``amount``; the seconds to wait before using it, or None (nothing taken) when
+        that would be more than ``max_wait``."""
         bucket = self._refilled(name, per_minute)
         wait = bucket_wait(bucket.level, per_minute, amount)
         if wait > max_wait:
@@ -119,6 +123,7 @@ class InMemoryBuckets:
         return wait
 
     async def give_back(self, name: str, per_minute: float, amount: float) -> None:
+        """Return ``amount`` (negative: take more), never above the bucket's size."""
         bucket = self._refilled(name, per_minute)
         bucket.level = min(per_minute, bucket.level + amount)
 
@@ -132,6 +137,7 @@ class InMemorySlots:
         self._leases: dict[str, dict[str, float]] = {}
 
     async def take(self, name: str, limit: int, holder: str, lease_seconds: float) -> bool:
+        """Take one of ``limit`` slots for ``holder``; False when all are held."""
         now = self.clock()
         leases = self._leases.setdefault(name, {})
         for expired in [h for h, end in leases.items() if end <= now]:
@@ -142,6 +148,7 @@ class InMemorySlots:
         return True
 
     async def give_back(self, name: str, holder: str) -> None:
+        """End ``holder``'s lease of a slot."""
         self._leases.get(name, {}).pop(holder, None)
 
 

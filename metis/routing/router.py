@@ -9,8 +9,7 @@ reached the caller; after that a failure ends it as an adapter's stream ends. Ev
 and change of a model's availability is a telemetry event. Availability, buckets and slots kept
 in a shared store fall back to this process's own while it fails (:mod:`.shared_state`). The
 history stays each model's own stack's business (tool ids, thinking provenance), so any model
-can take the next turn. A closed router refuses every call.
-"""
+can take the next turn. A closed router refuses every call."""
 
 from __future__ import annotations
 
@@ -236,6 +235,7 @@ class Router:
         )
 
     def wire_model(self, model: str) -> str:
+        """``model`` as it is: each target's adapter names it to its provider."""
         return model
 
     def _callable(self) -> list[ResolvedTarget]:

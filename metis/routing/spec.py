@@ -59,6 +59,7 @@ class RouteSpec(BaseModel):
     limits: dict[str, Limits] = {}
 
     def targets(self) -> list[TargetSpec]:
+        """Each of ``models`` as a ``TargetSpec`` (a bare name is one with no settings)."""
         return [TargetSpec(model=m) if isinstance(m, str) else m for m in self.models]
 
 

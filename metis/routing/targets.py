@@ -21,6 +21,7 @@ from metis.errors import ClosedError, ConfigError, NotConfiguredError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
 from metis.pipeline.config import AdapterConfig
+from metis.pipeline.settings import names_a_model
 from metis.routing.limits import Buckets, Limiter, Limits, SharedSlots
 from metis.routing.shared_state import Fallback
 from metis.routing.spec import TargetSpec, validated_options
@@ -136,7 +137,7 @@ class Targets:
         if not sep or not provider or not wire:
             raise ConfigError(f"route models are 'provider:model', got {spec.model!r}")
         retries_checked(spec.max_retries, spec.model)
-        adapter = spec.adapter or self._given.get(provider) or self._build(provider)
+        adapter = spec.adapter or self._given.get(provider) or self._build(provider, wire)
         wire_model = adapter.wire_model(spec.model)
         key = f"{adapter.name}:{wire_model}"
         missing = missing_key(adapter.name, adapter.stack, adapter.endpoint, spec.model)
@@ -183,13 +184,18 @@ class Targets:
             self._limiters[limit_key] = limiter
         return limiter
 
-    def _build(self, provider: str) -> Adapter:
-        built = self._owned.get(provider)
+    def _build(self, provider: str, wire: str) -> Adapter:
+        """The provider's adapter; one per model where its settings name one (Ollama's, so
+        its ``init()`` asks the server what that model can do)."""
+        stack = load_stack(provider)
+        named = names_a_model(stack.settings)
+        key = f"{provider}:{wire}" if named else provider
+        built = self._owned.get(key)
         if built is None:
-            stack = load_stack(provider)
             api_key = os.environ.get(stack.auth.env) if stack.auth.env else None
-            config = AdapterConfig(api_key=api_key)
-            built = self._owned[provider] = Adapter(stack, config, init_on_first_call=True)
+            settings = {"model": wire} if named else None
+            config = AdapterConfig(api_key=api_key, settings=settings)
+            built = self._owned[key] = Adapter(stack, config, init_on_first_call=True)
         return built
 
 

@@ -14,7 +14,7 @@ from metis.model.events import StreamEvent
 from metis.model.response import CanonicalResponse
 from metis.routing.router import Router
 from metis.sessions.agent import DEFAULT_MAX_STEPS
-from metis.sessions.events import RunEvent, RunResult
+from metis.sessions.events import AskedT, RunEvent, RunResult
 from metis.sessions.stream import TurnStream
 
 EventHandler = Callable[[StreamEvent | RunEvent], Awaitable[None] | None]
@@ -43,10 +43,10 @@ class BlockingForms:
             *,
             max_steps: int = DEFAULT_MAX_STEPS,
             tool_timeout_seconds: float | None = None,
-            output_type: type[Any] | None = None,
+            output_type: type[AskedT] | None = None,
             on_event: EventHandler | None = None,
             **options: Unpack[ModelOptions],
-        ) -> RunResult: ...
+        ) -> RunResult[AskedT]: ...
 
         def astream_run(
             self,
@@ -89,10 +89,10 @@ class BlockingForms:
         *,
         max_steps: int = DEFAULT_MAX_STEPS,
         tool_timeout_seconds: float | None = None,
-        output_type: type[Any] | None = None,
+        output_type: type[AskedT] | None = None,
         on_event: EventHandler | None = None,
         **options: Unpack[ModelOptions],
-    ) -> RunResult:
+    ) -> RunResult[AskedT]:
         """:meth:`arun` for code without an event loop (``on_event`` is called on metis's
         loop, between the run's steps as they happen)."""
         self._checked("run", options)

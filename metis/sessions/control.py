@@ -11,6 +11,7 @@ cancelled, stops what it is waiting for, and every later wait of the turn ends a
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,11 +20,16 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+from metis.sessions.stream import Reader
+
 
 class TurnControl:
     """One turn's cancellation, made on the event loop the turn runs on."""
 
-    def __init__(self) -> None:
+    def __init__(self, reader: Reader | None = None) -> None:
+        self.reader = reader
+        """The turn's stream's reader (a streamed turn's), to tell a stream dropped unread."""
+        self.ended = anyio.Event()
         self.cancelled = False
         self.release = False
         """The session's block was left with the turn in flight: when it ends, what providers
@@ -76,3 +82,17 @@ class TurnControl:
             self._scope.cancel()
         if self._stop_call is not None:
             self._call_stopped = bool(self._stop_call())
+
+
+async def abandoned_turn_ended(control: TurnControl | None) -> None:
+    """Wait for a turn in flight whose reader dropped its stream unclosed (a ``break`` out of
+    ``async for event in session.astream(...)``): the event loop's finalizer of that stream
+    ends it, so the next turn goes on rather than finding the session busy. Any other turn
+    in flight is left alone (the session refuses the new one)."""
+    if control is None or control.reader is None or not control.reader.gone:
+        return
+    if sys.get_asyncgen_hooks().finalizer is None:  # no loop closes dropped streams here
+        return
+    if control._thread != threading.get_ident() or control._token != anyio.lowlevel.current_token():
+        return
+    await control.ended.wait()

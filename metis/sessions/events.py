@@ -9,12 +9,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal
+
+from typing_extensions import TypeVar
 
 from metis.core.money import USD
 from metis.cost import Cost
 from metis.model.content import Message, ToolResultBlock, ToolUseBlock
 from metis.model.response import CanonicalResponse, DroppedContent, TokenUsage
+
+OutputT = TypeVar("OutputT", default=Any)
+"""What ``RunResult.output`` holds: the ``output_type`` the run was given (``None`` without
+one; a bare ``RunResult`` leaves it open)."""
+AskedT = TypeVar("AskedT", default=None)
+"""A run's ``output_type`` (``None`` when it is not given): ``Session.run`` returns a
+``RunResult[AskedT]``."""
 
 RunEnd = Literal["complete", "step_limit", "cancelled", "tool_calls_pending"]
 """Why a run ended: the model stopped calling tools; it still called them after ``max_steps``
@@ -24,8 +33,9 @@ answers (``session.add(Message.tool(...))``, then ``run()``)."""
 
 
 @dataclass(frozen=True, slots=True)
-class RunResult:
-    """A finished run: the last reply, why the run ended, and what it took."""
+class RunResult(Generic[OutputT]):
+    """A finished run: the last reply, why the run ended, and what it took; with
+    ``output_type=City``, a ``RunResult[City]``."""
 
     response: CanonicalResponse
     """The last reply (for a cancelled step, what arrived of it)."""
@@ -40,8 +50,9 @@ class RunResult:
     model catalog (docs/contract.md §5)."""
     messages: tuple[Message, ...]
     """What the run added to the session's history, in order."""
-    output: Any = None
-    """With ``output_type``: the last reply, validated as that type."""
+    output: OutputT | None = None
+    """With ``output_type``: the last reply, validated as that type (``None`` when the run
+    ended otherwise than ``complete``)."""
     pending: tuple[ToolUseBlock, ...] = ()
     """With ``tool_calls_pending``: the calls the application answers."""
     warnings: tuple[DroppedContent, ...] = ()
@@ -50,6 +61,7 @@ class RunResult:
 
     @property
     def text(self) -> str:
+        """The last reply's text."""
         return self.response.text
 
     @property

@@ -86,7 +86,7 @@ async def resolved(
         servers = tuple((target.adapter, target.model) for target in model.targets)
         yield Resolved(model, f"route:{model.name}", servers)
         return
-    stack_name, _ = stack_and_model(model)
+    stack_name, wire = stack_and_model(model)
     given = adapters.get(stack_name)
     if given is not None:
         yield Resolved(given, model, ((given, model),))
@@ -98,11 +98,13 @@ async def resolved(
         timeout_seconds=options.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
         max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
         settings=options.get("settings"),
+        model=wire,
     ) as adapter:
         try:
             yield Resolved(adapter, model, ((adapter, model),))
         except AdapterError as error:  # "no such model": what was meant; a refused key's source
-            note = call_note(error, adapter, model, key_given=bool(options.get("api_key")))
+            keyed, based = bool(options.get("api_key")), bool(options.get("base_url"))
+            note = call_note(error, adapter, model, keyed, base_url_given=based)
             if note is not None:
                 error.add_note(note)
             raise

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import threading
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, TypeVar, Unpack
 
@@ -27,14 +27,14 @@ from metis.model.response import CanonicalResponse, TokenUsage
 from metis.sessions.agent import DEFAULT_MAX_STEPS, RunSettings, run_events
 from metis.sessions.blocking import BlockingForms, EventHandler
 from metis.sessions.context import CONTEXT_CHECKS, Compact, ContextCheck, checked_compact
-from metis.sessions.control import TurnControl
+from metis.sessions.control import TurnControl, abandoned_turn_ended
 from metis.sessions.core import CallRecord, Conversation
-from metis.sessions.events import RunComplete, RunEvent, RunResult
+from metis.sessions.events import AskedT, RunComplete, RunEvent, RunResult
 from metis.sessions.models import checked_adapters, checked_model
 from metis.sessions.options import check_constructor, check_defaults, checked_turn
 from metis.sessions.provider_state import ProviderState, close_connections
 from metis.sessions.saved import read_saved, restored, saved_session
-from metis.sessions.stream import TurnStream
+from metis.sessions.stream import Reader, TurnStream
 from metis.tools import checked_timeout
 
 T = TypeVar("T")
@@ -168,7 +168,7 @@ class Session(BlockingForms):
         appended to the history. Options override the session's for this turn."""
         overrides = self._checked("send", options)
         record = CallRecord()
-        with self._turn("send") as control:
+        async with self._turn("send") as control:
             mark = self._begin(message)
             events = self._conversation.call(overrides, control, record, mark)
             try:
@@ -193,12 +193,12 @@ class Session(BlockingForms):
         if it is closed early or cancelled). Leave early inside ``async with``
         (:class:`~metis.sessions.stream.TurnStream`)."""
         overrides = self._checked("stream", options)
-        return TurnStream(self._streamed(message, overrides))
+        return TurnStream(self._streamed(message, overrides, reader := Reader()), reader)
 
     async def _streamed(
-        self, message: MessagesLike | None, options: ModelOptions
+        self, message: MessagesLike | None, options: ModelOptions, reader: Reader
     ) -> AsyncGenerator[StreamEvent, None]:
-        with self._turn("stream") as control:
+        async with self._turn("stream", reader) as control:
             mark = self._begin(message)
             events = self._conversation.call(options, control, CallRecord(), mark)
             async with aclosing(events):
@@ -213,10 +213,10 @@ class Session(BlockingForms):
         *,
         max_steps: int = DEFAULT_MAX_STEPS,
         tool_timeout_seconds: float | None = None,
-        output_type: type[Any] | None = None,
+        output_type: type[AskedT] | None = None,
         on_event: EventHandler | None = None,
         **options: Unpack[ModelOptions],
-    ) -> RunResult:
+    ) -> RunResult[AskedT]:
         """Run the agent loop (:mod:`metis.sessions.agent`) from ``message``: the model is
         called, its tool calls answered with the session's ``tools``, until it stops calling
         them or ``max_steps`` model calls were made. ``on_event`` (plain or async) sees every
@@ -229,7 +229,7 @@ class Session(BlockingForms):
             output_type=output_type,
             **options,
         )
-        result: RunResult | None = None
+        result: RunResult[AskedT] | None = None
         async with events:
             async for event in events:
                 if on_event is not None:
@@ -258,12 +258,16 @@ class Session(BlockingForms):
         overrides = self._checked("run", options)
         output = call_request.structured_output(output_type, overrides)
         settings = RunSettings(max_steps, checked_timeout(tool_timeout_seconds), output)
-        return TurnStream(self._run(message, overrides, settings))
+        return TurnStream(self._run(message, overrides, settings, reader := Reader()), reader)
 
     async def _run(
-        self, message: MessagesLike | None, options: ModelOptions, settings: RunSettings
+        self,
+        message: MessagesLike | None,
+        options: ModelOptions,
+        settings: RunSettings,
+        reader: Reader,
     ) -> AsyncGenerator[StreamEvent | RunEvent, None]:
-        with self._turn("run") as control:
+        async with self._turn("run", reader) as control:
             new = self._new(message)
             events = run_events(self._conversation, new, options, settings, control)
             async with aclosing(events):
@@ -355,22 +359,25 @@ class Session(BlockingForms):
         if not self._lock.acquire(blocking=False):
             raise SessionBusyError(
                 f"session {self.session_id}: {what} while a turn is in flight; a session has "
-                "one owner and one turn at a time (wait for the turn, or cancel() it)"
+                "one owner and one turn at a time (wait for the turn, or cancel() it; a stream "
+                "left early ends once closed: 'async with session.astream(...) as events')"
             )
         try:
             yield
         finally:
             self._lock.release()
 
-    @contextlib.contextmanager
-    def _turn(self, what: str) -> Iterator[TurnControl]:
-        """The session, held for a turn on the running event loop, and the turn's control."""
+    @contextlib.asynccontextmanager
+    async def _turn(self, what: str, reader: Reader | None = None) -> AsyncIterator[TurnControl]:
+        """The session, held for a turn on the running loop (a dropped stream's turn ended)."""
+        await abandoned_turn_ended(self._control)
         with self._owned(what):
-            self._control = TurnControl()
+            self._control = control = TurnControl(reader)
             try:
-                yield self._control
+                yield control
             finally:
                 self._control = None
+                control.ended.set()
 
     def _checked(self, what: str, options: Mapping[str, Any]) -> ModelOptions:
         """A turn's options, checked: they override the session's, read at each call."""

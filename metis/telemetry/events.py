@@ -99,6 +99,7 @@ class RouteDecided:
     timestamp: float
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``{"event": self.name, ...}`` and each field."""
         out: dict[str, Any] = {"event": self.name}
         out.update({f.name: getattr(self, f.name) for f in fields(self)})
         out["steps"] = [list(step) for step in self.steps]
@@ -121,6 +122,7 @@ class AvailabilityChanged:
     timestamp: float
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``{"event": self.name, ...}`` and each field."""
         out: dict[str, Any] = {"event": self.name}
         out.update({f.name: getattr(self, f.name) for f in fields(self)})
         return out
@@ -141,6 +143,7 @@ class SharedStateChanged:
     timestamp: float
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``{"event": self.name, ...}`` and each field."""
         out: dict[str, Any] = {"event": self.name}
         out.update({f.name: getattr(self, f.name) for f in fields(self)})
         return out

@@ -48,6 +48,7 @@ class OpenTelemetrySink:
         self._lock = threading.Lock()
 
     def emit(self, event: TelemetryEvent) -> None:
+        """Open, annotate or close the attempt's span as the event says."""
         if isinstance(event, CallStarted):
             self._start(event)
         elif isinstance(event, ToolIdStoreFailed):

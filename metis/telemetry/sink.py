@@ -25,7 +25,7 @@ class NullSink:
     __slots__ = ()
 
     def emit(self, event: TelemetryEvent) -> None:
-        pass
+        """Drop the event."""
 
     def __repr__(self) -> str:
         return "NullSink()"

@@ -29,6 +29,7 @@ class LoggingSink:
         self.level = level
 
     def emit(self, event: TelemetryEvent) -> None:
+        """Log the event in one line, its fields as the record's extra attributes."""
         if not self.logger.isEnabledFor(self.level):
             return
         self.logger.log(self.level, "%s", _describe(event), extra=event.to_dict())
@@ -72,12 +73,15 @@ class ListSink:
         self.events: list[TelemetryEvent] = []
 
     def emit(self, event: TelemetryEvent) -> None:
+        """Keep the event in :attr:`events`."""
         self.events.append(event)
 
     def names(self) -> list[str]:
+        """The kept events' names, in order (``llm.call_started``, ...)."""
         return [e.name for e in self.events]
 
     def clear(self) -> None:
+        """Forget the kept events."""
         self.events.clear()
 
     def __repr__(self) -> str:
@@ -92,6 +96,7 @@ class MultiSink:
         self.sinks = sinks
 
     def emit(self, event: TelemetryEvent) -> None:
+        """Hand the event to every sink, then raise the first error one raised."""
         failure: Exception | None = None
         for sink in self.sinks:
             try:

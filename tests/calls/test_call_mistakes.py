@@ -13,7 +13,7 @@ import pytest
 
 import metis
 from metis.core.options import UnknownOptionError
-from metis.errors import AuthError, ConfigError, InvalidRequestError
+from metis.errors import AuthError, ConfigError, InvalidRequestError, NetworkError
 from metis.testing.emulator import Emulator
 
 MODEL = "anthropic:claude-sonnet-4-5"
@@ -157,7 +157,7 @@ def test_a_misspelt_key_of_a_message_dict_at_any_depth_is_an_invalid_request_nam
             "a tool written as a provider's dict is metis.ToolDefinition(name=..., "
             "description=..., input_schema=...)",
         ),
-        ([print], "tool 'print': no JSON schema for its parameters (Unable to generate"),
+        ([print], "tool 'print': *args cannot be filled"),
     ],
 )
 def test_tools_not_given_as_a_list_of_tools_are_an_invalid_request(
@@ -286,7 +286,7 @@ def test_a_session_moved_to_a_misspelt_model_notes_the_catalogs_nearest_too(
 
 
 def test_no_catalog_guess_for_a_model_the_catalog_knows() -> None:
-    from metis.calls.request import unknown_model_note
+    from metis.calls.notes import unknown_model_note
 
     adapter = metis.build_adapter("anthropic", api_key="k")
     assert unknown_model_note(adapter, "anthropic:claude-sonnet-4-5") is None
@@ -356,3 +356,65 @@ def test_options_keyed_by_provider_given_unkeyed_say_the_form_they_take(
     with pytest.raises(ConfigError, match=re.escape(said)):
         metis.Session(MODEL, **options).send("Hi")
     assert at_emulator.stats.requests == 0
+
+
+def test_an_unreachable_server_says_which_variable_chose_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """$OPENAI_BASE_URL left pointing at an emulator that is gone: the NetworkError named only
+    the address; it now says the variable chose it (not when the call gave base_url=)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    with pytest.raises(NetworkError) as caught:
+        metis.complete("openai:gpt-4o", "Hi", max_retries=0)
+    assert caught.value.__notes__ == [
+        "metis: the base URL http://127.0.0.1:9/v1 is $OPENAI_BASE_URL's (unset it for "
+        "https://api.openai.com, or pass base_url=...)"
+    ]
+    with pytest.raises(NetworkError) as caught:
+        metis.Session("openai:gpt-4o", max_retries=0).send("Hi")
+    assert "$OPENAI_BASE_URL's" in caught.value.__notes__[0]
+    with pytest.raises(NetworkError) as caught:
+        metis.complete("openai:gpt-4o", "Hi", max_retries=0, base_url="http://127.0.0.1:9/v1")
+    assert not hasattr(caught.value, "__notes__")
+
+
+def test_two_tools_of_one_name_are_refused_and_one_tool_given_twice_is_sent_once(
+    at_emulator: Emulator,
+) -> None:
+    """Anthropic answered 400 'Tool names must be unique' (others kept one of the two,
+    unsaid); two different tools of one name are now refused before sending, naming it, and
+    a list that holds one tool twice (two lists joined) sends it once."""
+
+    def other_weather(city: str) -> str:
+        """Weather from another service."""
+        return city
+
+    other = metis.tool(name="get_weather")(other_weather)
+    for model in (MODEL, "openai:gpt-4o"):
+        with pytest.raises(InvalidRequestError, match="two different tools are named"):
+            metis.complete(model, "Weather in Paris?", tools=[get_weather, other], api_key="k")
+    assert at_emulator.stats.requests == 0
+    weather = metis.tool(get_weather)
+    reply = metis.complete(MODEL, "Weather in Paris?", tools=[weather, weather, get_weather])
+    assert reply.tool_calls
+    assert [t["name"] for t in at_emulator.bodies("anthropic")[0]["tools"]] == ["get_weather"]
+
+
+def test_an_input_over_the_window_is_a_context_overflow_as_in_a_session(
+    at_emulator: Emulator,
+) -> None:
+    """A one-line call over the window was a CapabilityError (class capability) and a session's
+    a ContextOverflowError: code that trims a history on ContextOverflowError missed the first.
+    It is now both, class context_overflow, before anything is sent."""
+    long = "word " * 300_000
+    with pytest.raises(metis.ContextOverflowError) as caught:
+        metis.complete(MODEL, long)
+    assert isinstance(caught.value, metis.CapabilityError)  # as the README has said
+    assert caught.value.error_class == "context_overflow"
+    with pytest.raises(metis.ContextOverflowError):
+        metis.Session(MODEL).send(long)
+    assert at_emulator.stats.requests == 0
+    with pytest.raises(metis.CapabilityError) as other:  # more than the window wrong: not it
+        metis.complete("anthropic:claude-sonnet-4-5", long, max_output_tokens=10**7)
+    assert not isinstance(other.value, metis.ContextOverflowError)

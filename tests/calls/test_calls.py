@@ -13,6 +13,7 @@ from metis.calls import CallOptions, adapters
 from metis.errors import ConfigError
 from metis.model import MessageComplete, TextDelta, ToolDefinition
 from metis.registry import NotConfiguredError
+from metis.routing import Router
 from metis.testing.emulator import Emulator
 
 WEATHER = ToolDefinition(
@@ -183,6 +184,29 @@ def test_ollama_is_pointed_elsewhere_by_ollama_host_as_ollama_reads_it(
     monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:9")  # nothing listens there
     reply = metis.complete("ollama:llama3.2", "Hi.", base_url=emulator.url)
     assert reply.text == "You said: Hi."
+
+
+def test_an_ollama_model_named_in_the_call_is_asked_what_it_can_do(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ollama:qwen3`` with tools: the server lists tools for qwen3 (/api/show), and the
+    one-line call and a session now ask it; the stack's defaults (no tools) refused the call
+    with a CapabilityError unless ``settings={'model': ...}`` named the model again."""
+
+    @metis.tool
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        return f"18 C in {city}"
+
+    monkeypatch.setenv("OLLAMA_HOST", emulator.url)
+    reply = metis.complete("ollama:qwen3", "Weather in Paris?", tools=[get_weather])
+    assert [call.input for call in reply.tool_calls] == [{"city": "Paris"}]
+    session = metis.Session("ollama:llama3.2", tools=[get_weather])
+    assert session.run("Weather in Rome?").text == "According to get_weather: 18 C in Rome."
+    named = metis.complete("ollama:qwen3", "Hi", settings={"model": "qwen3:latest"})
+    assert named.text == "You said: Hi"  # a model the settings name is theirs
+    routed = metis.complete(Router(["ollama:qwen3"]), "Weather in Oslo?", tools=[get_weather])
+    assert routed.model == "ollama:qwen3" and routed.tool_calls  # a router asks it too
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""``@metis.tool`` keeps the function's type for type checkers: mypy checks a user's snippet."""
+"""``@metis.tool`` keeps the function's type for type checkers, and a session's run its
+``output_type``'s: mypy checks a user's snippet."""
 
 from __future__ import annotations
 
@@ -46,6 +47,14 @@ get_weather(3)  # type: ignore[arg-type]
 get_weather("Paris", weeks=2)  # type: ignore[call-arg]
 reply = metis.complete("openai:gpt-4o", "Weather?", tools=[get_weather, lookup])
 metis.run_tools(reply, [get_weather])
+
+session = metis.Session("openai:gpt-4o", tools=[get_weather])
+assert_type(session.run("A city?", output_type=City).output, City | None)
+assert_type(session.run("Weather?").output, None)
+
+
+async def ran() -> None:
+    assert_type((await session.arun("A city?", output_type=City)).output, City | None)
 '''
 
 

@@ -431,3 +431,103 @@ async def test_an_image_and_text_a_tool_returns_go_to_each_provider_as_the_resul
                 max_output_tokens=64,
             )
             assert (await adapter.complete(request)).text
+
+
+class _Doubler:
+    def __call__(self, x: int) -> int:
+        return 2 * x
+
+
+def _weather(city: str, unit: str) -> str:
+    """Current weather for a city."""
+    return f"18 {unit} in {city}"
+
+
+@pytest.mark.parametrize(
+    ("function", "says"),
+    [
+        (lambda city: city, "named '<lambda>' needs a name a provider takes"),
+        (_Doubler(), "_Doubler with no __name__ needs a name"),
+    ],
+    ids=["lambda", "callable object"],
+)
+def test_a_tool_without_a_name_a_provider_takes_says_to_give_one(
+    function: Callable[..., object], says: str
+) -> None:
+    """A lambda was a tool named '<lambda>' (every provider refused it at the first call) and a
+    callable object an AttributeError ('no attribute __name__')."""
+    with pytest.raises(metis.ConfigError, match=says) as caught:
+        tool(function)
+    assert "metis.tool(name='get_weather')" in str(caught.value)
+    assert tool(name="zero")(lambda city: city).definition.name == "zero"
+
+
+def test_a_partial_is_a_tool_named_after_its_function() -> None:
+    """``functools.partial`` was an AttributeError; its bound arguments are defaults."""
+    import functools
+
+    made = tool(functools.partial(_weather, unit="C"))
+    assert made.definition.name == "_weather"
+    assert made.definition.input_schema["required"] == ["city"]
+    assert made(city="Oslo") == "18 C in Oslo"
+
+
+def test_a_tool_of_star_args_is_a_config_error() -> None:
+    """``*args`` made the input schema an array, which no provider takes as a tool's input."""
+
+    def total(*numbers: int) -> int:
+        return sum(numbers)
+
+    with pytest.raises(metis.ConfigError, match=r"tool 'total': \*numbers cannot be filled"):
+        tool(total)
+
+
+def test_a_tool_that_raises_is_logged_with_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    """The model was told and the application nothing: a bug in a tool showed only in the
+    model's words. Arguments the model got wrong are the model's to fix, and not logged."""
+    import logging
+
+    def lookup(key: str) -> str:
+        raise KeyError(key)
+
+    reply = reply_with(call("lookup", "tu_1", key="a"), call("lookup", "tu_2", key=[3]))
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        message = run_tools(reply, [lookup])
+    assert [b.is_error for b in message.content if isinstance(b, ToolResultBlock)] == [True] * 2
+    (record,) = [r for r in caplog.records if getattr(r, "event", "") == "metis.tool_failed"]
+    assert record.tool == "lookup" and record.tool_use_id == "tu_1"  # type: ignore[attr-defined]
+    said = record.getMessage()
+    assert "tool 'lookup' raised KeyError" in said and ", in lookup\nKeyError: 'a'" in said
+
+
+def test_a_method_is_a_tool_once_bound_not_in_its_class() -> None:
+    """``@metis.tool`` on a method asked the model for ``self`` (a required parameter of no
+    type), and the call then failed inside the method; it is a ConfigError saying to bind it."""
+
+    class Weather:
+        unit = "C"
+
+        def get(self, city: str) -> str:
+            """Current weather for a city."""
+            return f"18 {self.unit} in {city}"
+
+    with pytest.raises(metis.ConfigError, match=r"self cannot be filled .*metis\.tool\(obj\.get\)"):
+        tool(Weather.get)
+    bound = tool(Weather().get)
+    assert list(bound.definition.input_schema["properties"]) == ["city"]
+    assert bound(city="Oslo") == "18 C in Oslo"
+
+
+def test_a_tool_naming_a_type_no_string_annotation_finds_is_a_config_error() -> None:
+    """This module's annotations are strings (``from __future__ import annotations``): a type
+    defined here, in the function, cannot be found from them; it was a bare NameError."""
+
+    class Place(BaseModel):
+        city: str
+
+    def weather(place: Place) -> str:
+        """Current weather for a place."""
+        return place.city
+
+    with pytest.raises(metis.ConfigError, match=r"'Place' is not defined.*define it at module"):
+        tool(weather)

@@ -194,6 +194,28 @@ def test_cost_of_an_unpriced_model_is_an_unpriced_cost_a_sum_can_go_past(
         table().cost("openai:gpt-4o", usage)  # the table's own lookup still says so
 
 
+def test_a_replys_cost_on_a_server_of_your_own_is_0_without_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every first call to an Ollama model warned 'no price for model ollama:qwen3 ...; add it
+    under models:', for a model nothing bills; a paid service the catalog lacks still warns."""
+    import logging
+
+    from metis import cost
+    from metis.calls.priced import priced_usage
+
+    usage = TokenUsage(input_tokens=1000, output_tokens=1000)
+    for model in ("ollama:qwen3", "vllm:my-model", "sambanova:some-new-model"):
+        cost._warned_unpriced.discard(model)
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        local = [priced_usage(m, usage) for m in ("ollama:qwen3", "vllm:my-model")]
+        paid = priced_usage("sambanova:some-new-model", usage)
+    assert all(c.usd == 0 and not c.priced for c in [*local, paid])
+    assert local[0].unpriced is not None and "a server of your own" in local[0].unpriced
+    warned = [r.model for r in caplog.records if getattr(r, "event", "") == "metis.unpriced_model"]
+    assert warned == ["sambanova:some-new-model"]
+
+
 def test_an_unpriced_model_with_a_misspelt_stack_says_the_stack_meant() -> None:
     """'opnai:gpt-4o' was 'no price for model', as if OpenAI had not priced gpt-4o."""
     usage = TokenUsage(input_tokens=1000)

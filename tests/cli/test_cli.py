@@ -796,6 +796,16 @@ def test_a_model_string_as_the_search_finds_its_models(
     assert shown in capsys.readouterr().out
 
 
+def test_a_search_that_finds_nothing_names_the_nearest_ids(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``metis models claude-sonet-4-5`` said '0 models' and nothing more."""
+    assert main(["models", "claude-sonet-4-5"]) == 0
+    assert "0 models; did you mean 'claude-sonnet-4-5'" in capsys.readouterr().out
+    assert main(["models", "gemini-2.5-flsh", "--provider", "gemini"]) == 0
+    assert "did you mean 'gemini-2.5-flash'" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("empty", ["", " "])
 def test_an_empty_catalog_provider_is_refused_not_ignored(
     empty: str, capsys: pytest.CaptureFixture[str]

@@ -62,3 +62,28 @@ def test_an_unknown_command_is_a_chat_message_pointing_at_help(
     going_on, said, err = command("/frob", capsys)
     assert going_on and err == ""
     assert "unknown command /frob" in said and "/help" in said
+
+
+def test_a_switch_to_a_model_the_catalog_does_not_know_names_the_nearest() -> None:
+    """``/model gemini:gemini-2.5-flsh`` switched without a word, and the next message was a
+    404; the chat now says the catalog's nearest names at once."""
+    import anyio
+
+    from metis.cli import build_parser
+
+    args = build_parser().parse_args(["chat", "-m", "openai:gpt-4o", "--offline"])
+    out = StringIO()
+    talk = chat.Chat(args, Output(out))
+
+    async def switch() -> None:
+        try:
+            await talk.select("gemini:gemini-2.5-flsh")
+            await talk.select("openai:gpt-4o")
+        finally:
+            await talk.aclose()
+
+    anyio.run(switch)
+    said = out.getvalue()
+    assert "'gemini-2.5-flsh' is not in the model catalog for google" in said
+    assert "nearest it has: gemini-2.5-flash" in said
+    assert said.count("not in the model catalog") == 1  # a model it knows: nothing more

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from metis.errors import InvalidRequestError
 from metis.histories import from_anthropic, from_openai_chat, to_anthropic, to_openai_chat
@@ -445,3 +446,57 @@ def test_an_anthropic_blocks_cache_mark_is_its_cache_hint() -> None:
         with pytest.raises(InvalidRequestError) as refused:
             from_anthropic([{"role": "user", "content": [{**marked, "cache_control": wrong}]}])
         assert f"messages[0].content[0].cache_control{message}" in str(refused.value)
+
+
+class _Function(BaseModel):  # the shapes of the official SDKs' own objects (pydantic models)
+    name: str
+    arguments: str
+
+
+class _ToolCall(BaseModel):
+    id: str
+    type: str
+    function: _Function
+
+
+class _ChatMessage(BaseModel):
+    role: str
+    content: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+
+
+class _Block(BaseModel):
+    type: str
+    text: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: dict[str, Any] | None = None
+
+
+def test_an_sdks_own_objects_in_a_stored_history_are_read_as_their_dicts() -> None:
+    """The SDKs' habit: the reply appended as it came (``completion.choices[0].message``, an
+    Anthropic ``response.content``) was 'expected an object, got ChatCompletionMessage'."""
+    from metis import Message, ToolUseBlock
+
+    call = _ToolCall(
+        id="call_1", type="function", function=_Function(name="get_weather", arguments="{}")
+    )
+    said = _ChatMessage(role="assistant", tool_calls=[call])
+    chat = from_openai_chat(
+        [
+            {"role": "user", "content": "Hi"},
+            said,
+            {"role": "tool", "tool_call_id": "call_1", "content": "18 C"},
+        ]
+    )
+    assert isinstance(chat[1].content[0], ToolUseBlock) and chat[1].content[0].name == "get_weather"
+    content = [
+        _Block(type="text", text="Let me check."),
+        _Block(type="tool_use", id="toolu_1", name="get_weather", input={"city": "Oslo"}),
+    ]
+    claude = from_anthropic(
+        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": content}]
+    )
+    assert [type(b).__name__ for b in claude[1].content] == ["TextBlock", "ToolUseBlock"]
+    with pytest.raises(InvalidRequestError, match=r"messages\[0\]: a metis Message already"):
+        from_openai_chat([Message.user("Hi")])

@@ -53,3 +53,23 @@ def test_what_is_no_block_in_a_message_is_said_with_what_would_do(tmp_path: Path
         metis.Message.user("x", 3)  # type: ignore[arg-type]
     as_dict = metis.Message.user("x", {"type": "text", "text": "y"})  # type: ignore[arg-type]
     assert [b.type for b in as_dict.content] == ["text", "text"]
+
+
+def test_what_is_no_tool_result_in_a_tool_message_is_said_with_what_would_do() -> None:
+    """``Message.tool("18 C")`` was pydantic's "Input should be a valid dictionary"."""
+    with pytest.raises(TypeError, match=r"results\[0\] is str, not a ToolResultBlock.*tool_use_id"):
+        metis.Message.tool("18 C")  # type: ignore[arg-type]
+    answer = metis.ToolResultBlock(tool_use_id="tu_1", content="18 C")
+    assert metis.Message.tool(answer).content == [answer]
+
+
+def test_from_url_of_a_local_path_says_from_path_is_meant() -> None:
+    """``DocumentBlock.from_url("report.pdf")`` was taken, and the provider refused (or
+    fetched nothing from) a URL without a scheme."""
+    with pytest.raises(ValueError, match=r"from_url\('report.pdf'\): not a URL.*from_path"):
+        metis.DocumentBlock.from_url("report.pdf")
+    with pytest.raises(ValueError, match=r"ImageBlock.from_path\(path\)"):
+        metis.ImageBlock.from_url("chart.png")
+    for url in ("https://example.com/a.png", "data:image/png;base64,AAAA", "gs://b/a.png"):
+        assert metis.ImageBlock.from_url(url).source.url == url  # type: ignore[union-attr]
+    assert metis.DocumentBlock.from_url("s3://bucket/report.pdf").source.url

@@ -56,6 +56,9 @@ def test_every_problem_is_reported_at_once() -> None:
 def test_tool_blocks_need_a_tool_config_and_results_need_a_call() -> None:
     found = problems([user({"text": "hi"}), assistant(USE)])
     assert "The toolConfig field must be defined when using toolUse and toolResult" in found[0]
+    assert found[0].endswith(
+        "give the request the tools they called, tools=[...], as the call that made them had)"
+    )  # a stored history sent with no tools: the fix, in metis's words
     assert any("toolUse ids ['tooluse_1'] are never answered" in p for p in found)
     stray = problems([user(RESULT)], toolConfig=TOOLS)
     assert stray == [

@@ -258,7 +258,7 @@ def test_chat_search_models_take_web_search_options() -> None:
         },
     }
     assert "tools" not in body
-    with pytest.raises(CapabilityError, match="only the search models"):
+    with pytest.raises(CapabilityError, match=r"only the search models .* openai_responses:gpt-4o"):
         chat.encode(request(model="openai:gpt-4o", server_tools=[WebSearch()]),
                     recording_call(provider="openai", model="openai:gpt-4o"))  # fmt: skip
 

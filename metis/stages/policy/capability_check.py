@@ -6,7 +6,7 @@ Every unmet need is listed in one CapabilityError, so a caller fixes them all at
 from __future__ import annotations
 
 from metis.catalog.estimate import TokenProfile, estimate_request_tokens
-from metis.errors import CapabilityError
+from metis.errors import CapabilityError, InputTooLongError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Base64ImageSource, Role, ToolUseBlock
 from metis.model.history import History, history_of
@@ -42,7 +42,8 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         request, problems, _ = fitted_for(request, caps, call.provider, profile, drop, history)
         if problems:
             declarable = any(phrase in p for p in problems for phrase in _DECLARABLE)
-            raise CapabilityError(
+            too_long = len(problems) == 1 and problems[0].startswith(_PAST_CONTEXT)
+            raise (InputTooLongError if too_long else CapabilityError)(
                 f"{call.model} cannot serve this request: "
                 + "; ".join(problems)
                 + (_HOW_TO_DECLARE if declarable else ""),
@@ -186,9 +187,12 @@ def unmet_needs(
     return problems
 
 
+_PAST_CONTEXT = "the input is "
+
+
 def _past_context(estimate: int, window: int) -> str:
     about = "at least" if isinstance(estimate, AtLeast) else "about"
-    return f"the input is {about} {int(estimate)} tokens and the context holds {window}"
+    return f"{_PAST_CONTEXT}{about} {int(estimate)} tokens and the context holds {window}"
 
 
 class AtLeast(int):

@@ -64,6 +64,7 @@ metis's calls and the official SDKs reach it through the SDKs' variables (any ke
   export OPENAI_BASE_URL=http://127.0.0.1:8900/v1 OPENAI_API_KEY=sk-emulator
   export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8900 GEMINI_API_KEY=sk-emulator
   export AWS_ENDPOINT_URL_BEDROCK_RUNTIME=http://127.0.0.1:8900 AWS_BEARER_TOKEN_BEDROCK=sk-emulator
+  export OLLAMA_HOST=http://127.0.0.1:8900
 (docs/emulator.md)"""
 
 

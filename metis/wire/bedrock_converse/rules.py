@@ -35,6 +35,10 @@ ALTERNATE = (
 NEEDS_CONFIG = (
     "The toolConfig field must be defined when using toolUse and toolResult content blocks."
 )
+NEEDS_CONFIG_FIX = (
+    " (metis: the conversation holds tool calls; give the request the tools they called, "
+    "tools=[...], as the call that made them had)"
+)
 SERVER_CALL = "server_tool_use"
 
 
@@ -42,7 +46,10 @@ def converse_problems(body: dict[str, Any]) -> list[str]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return ["messages: at least one message is required"]
-    problems = [refusal.message for refusal in turns(body, unanswered_at_end=True)]
+    problems = [
+        refusal.message + (NEEDS_CONFIG_FIX if refusal.message == NEEDS_CONFIG else "")
+        for refusal in turns(body, unanswered_at_end=True)
+    ]
     for i, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else None
         blocks = message.get("content") if isinstance(message, dict) else None

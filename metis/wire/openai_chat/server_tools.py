@@ -50,7 +50,13 @@ def _perplexity_stack(call: EncodeContext) -> bool:
 
 def _openai(tool: WebSearch, call: EncodeContext) -> dict[str, Any]:
     if "search" not in call.wire_model:
-        _refuse(call, "on Chat Completions only the search models search the web")
+        meant = (  # OpenAI's own: its Responses API runs the tool with this model
+            f" (gpt-4o-search-preview, ...); on the Responses API this one does: "
+            f"openai_responses:{call.wire_model}"
+            if call.provider == "openai"
+            else ""
+        )
+        _refuse(call, f"on Chat Completions only the search models search the web{meant}")
     if tool.max_uses is not None or tool.allowed_domains or tool.blocked_domains:
         _refuse(call, "Chat Completions web search takes no max_uses and no domain filters")
     options: dict[str, Any] = {}
