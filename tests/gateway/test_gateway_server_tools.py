@@ -128,7 +128,9 @@ async def test_a_server_tool_the_model_lacks_is_left_out_and_named_never_refused
     emulator = Emulator(model=[], models="any")
     answer = await ask(emulator, "/v1/messages", messages("gpt", [SEARCH], False), "No search.")
     assert answer.headers["x-metis-dropped"] == (
-        "tools[0] (web_search_20250305) (on Chat Completions only the search models search the web)"
+        "tools[0] (web_search_20250305) (on Chat Completions only the search models search the"
+        " web (gpt-4o-search-preview, ...); on the Responses API this one does:"
+        " openai_responses:gpt-4o)"
     )
     sent = emulator.bodies("openai")[0]
     assert "web_search_options" not in sent and "tools" not in sent
