@@ -30,6 +30,7 @@ from metis.model.server_tools import (
     WEB_SEARCH,
     ServerToolCallBlock,
     ServerToolResultBlock,
+    projected_text,
 )
 from metis.wire.openai_responses.server_tools import server_blocks
 
@@ -209,3 +210,29 @@ def written_blocks(item: dict[str, Any]) -> list[ServerToolCallBlock | ServerToo
         call.model_copy(update={"provider_raw": None}),
         result.model_copy(update={"provider_raw": None}),
     ]
+
+
+def as_text(messages: list[Message], reported: list[str]) -> list[Message]:
+    """``messages`` with every server call and result as text (:func:`projected_text`), for
+    an upstream that has not seen them and would not find their ids; a result with nothing
+    readable is left out and named in ``reported``."""
+    out = []
+    for message in messages:
+        if not any(
+            isinstance(b, ServerToolCallBlock | ServerToolResultBlock) for b in message.content
+        ):
+            out.append(message)
+            continue
+        calls = {b.id: b for b in message.content if isinstance(b, ServerToolCallBlock)}
+        content: list[Any] = []
+        for block in message.content:
+            if isinstance(block, ServerToolResultBlock):
+                said = projected_text(block, calls.get(block.tool_call_id))
+                if said is None:
+                    reported.append(f"a {block.name} result of previous_response_id (unreadable)")
+                else:
+                    content.append(TextBlock(text=said))
+            elif not isinstance(block, ServerToolCallBlock):
+                content.append(block)
+        out.append(message.model_copy(update={"content": content}))
+    return out

@@ -26,7 +26,7 @@ SEARCH = {"type": "web_search"}
 CODE = {"type": "code_interpreter", "container": {"type": "auto"}}
 WRITTEN = [  # Claude's search, Gemini's code run
     ("sonnet", SEARCH, SEARCHED, "web_search_call", "python.org"),
-    ("flash", CODE, RAN, "code_interpreter_call", "42"),
+    ("flash", CODE, RAN, "code_interpreter_call", "print(6 * 7)"),
 ]
 
 
@@ -67,6 +67,28 @@ def test_another_providers_server_items_go_on_to_openai_as_it_reads_them(
     sent = emulator.bodies("openai_responses")[-1]["input"]
     assert not any(str(item.get("id", "")).startswith(("ws_", "ci_")) for item in sent)
     assert kept in str(sent)
+
+
+@pytest.mark.parametrize(
+    ("model", "tool", "reply", "kind", "kept"), WRITTEN, ids=["search", "code"]
+)
+def test_a_previous_response_of_another_provider_gives_openai_its_server_results_as_text(
+    model: str, tool: dict[str, Any], reply: Any, kind: str, kept: str
+) -> None:
+    """gpt-5 continuing by ``previous_response_id`` a response another provider made with a
+    server tool: the conversation passes through as items OpenAI can take, the tool's result
+    as text, no item under the gateway's id."""
+    emulator = Emulator(model=[reply, "Noted."], models="any")
+    with _sdk(emulator) as sdk:
+        first = sdk.responses.create(model=model, input="Latest Python?", tools=[tool])
+        raw = sdk.responses.with_raw_response.create(
+            model="gpt5", input="Thanks.", previous_response_id=first.id, tools=[tool]
+        )
+    assert raw.headers["x-metis-path"] == "pass-through"
+    assert raw.parse().output_text == "Noted."
+    sent = emulator.bodies("openai_responses")[-1]["input"]
+    assert not any(item.get("type") == kind for item in sent)
+    assert kept in str([item["content"] for item in sent if item.get("role") == "assistant"])
 
 
 def test_an_item_id_openai_never_made_is_refused_by_the_emulator() -> None:
