@@ -13,7 +13,7 @@ import pytest
 
 from metis.gateway.app import create_app
 from metis.gateway.server_written import RESPONSES_MARKS, responses_written_in
-from metis.testing.emulator import Emulator, code_execution, web_search
+from metis.testing.emulator import Emulator, code_execution, thinking, web_search
 from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
 
 from ..helpers import ImportOnUse
@@ -89,6 +89,25 @@ def test_a_previous_response_of_another_provider_gives_openai_its_server_results
     sent = emulator.bodies("openai_responses")[-1]["input"]
     assert not any(item.get("type") == kind for item in sent)
     assert kept in str([item["content"] for item in sent if item.get("role") == "assistant"])
+
+
+def test_another_models_reasoning_item_goes_to_openai_translated() -> None:
+    """Claude's thinking written as a reasoning item (its encrypted content names its maker)
+    and sent back to gpt-5 without the server's store: never passed through, so OpenAI is
+    sent no encrypted content it did not issue (the emulator refuses such, as OpenAI does)."""
+    emulator = Emulator(model=[thinking("Mull it over.", "Python 3.14."), "Noted."], models="any")
+    asked: dict[str, Any] = {"store": False, "include": ["reasoning.encrypted_content"]}
+    with _sdk(emulator) as sdk:
+        first = sdk.responses.create(
+            model="sonnet", input="Latest Python?", reasoning={"effort": "low"}, **asked
+        )
+        assert first.output[0].type == "reasoning" and first.output[0].encrypted_content
+        said = [*_said(first.output), {"role": "user", "content": "Thanks."}]
+        raw = sdk.responses.with_raw_response.create(model="gpt5", input=said, **asked)
+    assert raw.headers["x-metis-path"] == "translated"
+    assert raw.parse().output_text == "Noted."
+    sent = emulator.bodies("openai_responses")[-1]["input"]
+    assert not any(item.get("type") == "reasoning" for item in sent)
 
 
 def test_an_item_id_openai_never_made_is_refused_by_the_emulator() -> None:
