@@ -68,6 +68,7 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 1 
         "tests/gateway/test_gateway_sdk_helpers.py",
         "tests/gateway/test_gateway_sdk_resilience.py",
         "tests/gateway/test_gateway_sdks.py",
+        "tests/gateway/test_gateway_server_history_responses.py",
         "tests/gateway/test_gateway_server_tool_budget.py",
         "tests/gateway/test_gateway_service_tier.py",
         "tests/gateway/test_gateway_stop_sequence.py",

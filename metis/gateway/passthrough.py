@@ -41,7 +41,7 @@ from metis.gateway.projection import MIN_THINKING_BUDGET
 from metis.gateway.provenance import maker
 from metis.gateway.relay import AnthropicRelay, ChatRelay, Relay
 from metis.gateway.relay_responses import ResponsesRelay
-from metis.gateway.server_written import written_in
+from metis.gateway.server_written import responses_written_in, written_in
 from metis.gateway.service import Gateway, JsonResult, StreamResult, dropped_headers, error_reply
 from metis.gateway.sse import data, event
 from metis.gateway.store import Owner, whose
@@ -105,11 +105,11 @@ class PassThrough:
         does not speak ``api`` or the request holds another model's thinking."""
         if not speaks(adapter, api):
             return None
+        if b"metis" in raw and (written_in if api == "anthropic" else responses_written_in)(body):
+            return None  # server blocks or items the gateway wrote: the provider opens its own
         made_by = maker(adapter.name, target.request_model)
         if b"metis1." in raw and not own_thinking(body, made_by):
             return None  # another model's thinking: the translated path leaves it out
-        if api == "anthropic" and b"metis" in raw and written_in(body):
-            return None  # server blocks the gateway wrote: Anthropic opens only its own
         streamed = body.get("stream") is True
         passing = Passing(api, target, adapter, dict(body), streamed, made_by, owner)
         passing.body["model"] = adapter.wire_model(target.request_model)

@@ -23,6 +23,7 @@ from metis.gateway.errors import PreviousResponseNotFoundError
 from metis.gateway.item_ids import named_items
 from metis.gateway.reasoning_items import reasoning_place
 from metis.gateway.relay_responses import ResponsesRelay
+from metis.gateway.server_written import as_text
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore, Stored
 from metis.wire.openai_responses.encode import input_items
 
@@ -124,13 +125,14 @@ def _unheld(body: dict[str, Any], reported: list[str]) -> None:
 
 def _items(found: Stored, reported: list[str]) -> list[Any]:
     """A stored conversation as input items for an upstream that has not seen them: no
-    item ids (another upstream's are unknown here), no reasoning (signed for another)."""
+    item ids (another upstream's are unknown here), no reasoning (signed for another), server
+    calls and results as text."""
     if found.items is None:
 
         def drop(block_type: str, reason: str, message_id: str) -> None:
             reported.append(f"{block_type} of previous_response_id ({reason})")
 
-        return input_items(list(found.messages), "gateway", drop)
+        return input_items(as_text(list(found.messages), reported), "gateway", drop)
     items = []
     for item in found.items:
         if isinstance(item, dict) and item.get("type") == "reasoning":

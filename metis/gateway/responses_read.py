@@ -38,6 +38,7 @@ from metis.gateway.openai_tools import (
 from metis.gateway.provenance import restored
 from metis.gateway.reasoning_items import asks_encrypted, read_reasoning
 from metis.gateway.server_tools import LABELS, responses_tool, unmapped_options
+from metis.gateway.server_written import written_blocks, written_item
 from metis.gateway.unread import responses_unread
 from metis.histories.blocks import opaque, stored
 from metis.histories.files import from_chat_audio, split_data_url
@@ -209,6 +210,8 @@ def _item(
         _add(out, Message(role=Role.ASSISTANT, content=[block]))
     elif kind == "reasoning" and (thought := read_reasoning(item, where)) is not None:
         _add(out, Message(role=Role.ASSISTANT, content=[thought]))
+    elif written_item(item):  # the gateway's, for another provider: read as that one's
+        _add(out, Message(role=Role.ASSISTANT, content=list(written_blocks(dict(item)))))
     elif kind in OUTPUTS:
         result = ToolResultBlock(
             tool_use_id=ids(item.get("call_id"), f"{where}.call_id"),

@@ -7,7 +7,10 @@ tool of another name) is left out, as the library leaves out what a provider can
 The Anthropic blocks written here are marked as the gateway's (ids ``srvtoolu_metis_``, a
 search result's ``encrypted_content`` and a citation's ``encrypted_index`` ``metis1.written``):
 Anthropic opens only what it issued, so a history holding them never passes through to it
-(:func:`written_in`) and is read as another provider's (:func:`foreign`).
+(:func:`written_in`) and is read as another provider's (:func:`foreign`). The Responses items
+written here are marked the same way (ids ``ws_metis_``, ``ci_metis_``): OpenAI refuses an
+item id it did not make, so a Responses history holding them never passes through to it
+(:func:`responses_written_in`) and is read as another provider's (:func:`written_blocks`).
 Sources: anthropic-sdk-python ``server_tool_use_block``, ``web_search_tool_result_block``,
 ``web_fetch_tool_result_block``, ``code_execution_tool_result_block``,
 ``citations_web_search_result_location``; openai-python
@@ -27,12 +30,16 @@ from metis.model.server_tools import (
     WEB_SEARCH,
     ServerToolCallBlock,
     ServerToolResultBlock,
+    projected_text,
 )
+from metis.wire.openai_responses.server_tools import server_blocks
 
 _NOT_ID = re.compile(r"[^A-Za-z0-9_]")
 _ANTHROPIC_NAMES = (WEB_SEARCH, WEB_FETCH, CODE_EXECUTION)
 ID_MARK = "srvtoolu_metis_"
 """How an id of a server call the gateway wrote as Anthropic's begins."""
+RESPONSES_MARKS = {"web_search_call": "ws_metis_", "code_interpreter_call": "ci_metis_"}
+"""How the id of a Responses item the gateway wrote begins, by the item's type."""
 SEALED = "metis1.written"
 """The ``encrypted_content`` (``encrypted_index``) of what the gateway wrote as Anthropic's."""
 
@@ -156,11 +163,13 @@ def responses_item(
     API has no item for it)."""
     status = "failed" if result is not None and result.error is not None else "completed"
     suffix = _NOT_ID.sub("_", call.id)[:64]
+    suffix = suffix.removeprefix("ws_metis_").removeprefix("ci_metis_")
     if call.name == WEB_SEARCH:
         found = (result.search_results if result is not None else None) or []
         action: dict[str, Any] = {"type": "search", "query": str(call.input.get("query") or "")}
         action["sources"] = [{"type": "url", "url": r.url} for r in found]
-        return {"id": f"ws_{suffix}", "type": "web_search_call", "status": status, "action": action}
+        item_id = RESPONSES_MARKS["web_search_call"] + suffix
+        return {"id": item_id, "type": "web_search_call", "status": status, "action": action}
     if call.name != CODE_EXECUTION:
         return None
     ran = result.code_output if result is not None else None
@@ -169,10 +178,61 @@ def responses_item(
         outputs.append({"type": "logs", "logs": ran.stdout + ran.stderr})
     outputs += [{"type": "image", "url": f} for f in (ran.files if ran else [])]
     return {
-        "id": f"ci_{suffix}",
+        "id": RESPONSES_MARKS["code_interpreter_call"] + suffix,
         "type": "code_interpreter_call",
         "status": status,
         "code": str(call.input.get("code") or ""),
         "container_id": str(call.input.get("container_id") or ""),
         "outputs": outputs,
     }
+
+
+def written_item(item: Any) -> bool:
+    """Whether a Responses input item is a server call item the gateway wrote."""
+    if not isinstance(item, dict):
+        return False
+    mark = RESPONSES_MARKS.get(str(item.get("type")))
+    return mark is not None and str(item.get("id") or "").startswith(mark)
+
+
+def responses_written_in(body: dict[str, Any]) -> bool:
+    """Whether a Responses request's ``input`` holds an item the gateway wrote (to pass
+    through to OpenAI, which would refuse its id)."""
+    items = body.get("input")
+    return isinstance(items, list) and any(written_item(item) for item in items)
+
+
+def written_blocks(item: dict[str, Any]) -> list[ServerToolCallBlock | ServerToolResultBlock]:
+    """A server call item the gateway wrote as another provider's call and result (no maker:
+    to every model the result goes as text)."""
+    call, result = server_blocks(item)
+    return [
+        call.model_copy(update={"provider_raw": None}),
+        result.model_copy(update={"provider_raw": None}),
+    ]
+
+
+def as_text(messages: list[Message], reported: list[str]) -> list[Message]:
+    """``messages`` with every server call and result as text (:func:`projected_text`), for
+    an upstream that has not seen them and would not find their ids; a result with nothing
+    readable is left out and named in ``reported``."""
+    out = []
+    for message in messages:
+        if not any(
+            isinstance(b, ServerToolCallBlock | ServerToolResultBlock) for b in message.content
+        ):
+            out.append(message)
+            continue
+        calls = {b.id: b for b in message.content if isinstance(b, ServerToolCallBlock)}
+        content: list[Any] = []
+        for block in message.content:
+            if isinstance(block, ServerToolResultBlock):
+                said = projected_text(block, calls.get(block.tool_call_id))
+                if said is None:
+                    reported.append(f"a {block.name} result of previous_response_id (unreadable)")
+                else:
+                    content.append(TextBlock(text=said))
+            elif not isinstance(block, ServerToolCallBlock):
+                content.append(block)
+        out.append(message.model_copy(update={"content": content}))
+    return out

@@ -91,8 +91,31 @@ def _check_items(body: dict[str, Any], call: Any) -> None:
                 "input",
             )
 
-    for refusal in tool_items(items_of(body, call), reasoning=reasoning):
+    items = items_of(body, call)
+    for refusal in tool_items(items, reasoning=reasoning):
         raise Refused(*refusal)
+    if strict:
+        _check_server_items(items, body, call.env)
+
+
+SERVER_ITEMS = ("web_search_call", "code_interpreter_call")
+
+
+def _check_server_items(items: list[Any], body: dict[str, Any], env: Any) -> None:
+    """A hosted tool's call item sent back must be one this emulator made and stored, as
+    OpenAI looks an item's id up among those it stored (an id it never made, or one of a
+    response kept with ``store: false``, is not found)."""
+    for item in items:
+        if not isinstance(item, dict) or item.get("type") not in SERVER_ITEMS:
+            continue
+        if not _stored(env, str(item.get("id"))):
+            said = f"Item with id '{item.get('id')}' not found."
+            if body.get("store") is False:
+                said += (
+                    " Items are not persisted when `store` is set to false. Try again with "
+                    "`store` set to true, or remove this item from your input."
+                )
+            raise Refused(said, "input")
 
 
 def _stored(env: Any, item_id: str) -> bool:
