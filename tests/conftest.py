@@ -13,7 +13,8 @@ deadlines, timeouts, task groups, threads, the stores, concurrency). In a module
 a test that does depend on the backend is marked ``backend_independent(False)``.
 ``--every-backend`` runs every async test under both anyway. ``anyio_backend`` is a module-scoped
 parameter, so a module's asyncio tests run one after the other, then its trio ones, and such a
-run of tests shares one event loop (``SharedRunner``) instead of making one per test.
+run of tests shares one event loop (``SharedRunner``) instead of making one per test; the next
+test file starts on a loop of its own.
 
 Slow tests: ``@pytest.mark.slow`` tests (whole processes, soaks, long property searches,
 exhaustive matrices of waits for timeouts) are left out of the default run (``addopts`` in
@@ -168,30 +169,36 @@ _unfreezes = Unfreezes()
 
 
 class SharedRunner:
-    """One event loop (anyio's test runner) for consecutive tests of one backend, closed when a
-    test of the other backend or a sync test comes next: anyio's plugin makes a runner for a
-    test only when none is open, and a new one per test cost ~0.4 ms (asyncio) and ~0.9 ms
-    (trio) of CPU, 2,500 times a run. What a test leaves running is cancelled when the runner
-    closes, as before, only later."""
+    """One event loop (anyio's test runner) for consecutive tests of one backend in one test
+    file, closed when a test of the other backend, a sync test or another file's test comes
+    next: anyio's plugin makes a runner for a test only when none is open, and a new one per
+    test cost ~0.4 ms (asyncio) and ~0.9 ms (trio) of CPU, 2,500 times a run. What a test
+    leaves running is cancelled when the runner closes, as before, only later; never in another
+    file's tests, whose neighbours change from run to run (xdist shares the files out by their
+    last timings): an asyncio task, a callback or an async generator's close that a file left
+    on the loop ran inside the first asyncio test of the next file, where a check of what
+    happens in a block (tests/transport/test_request_body.py's ResourceWarnings) saw it."""
 
     def __init__(self) -> None:
-        self.backend: str | None = None
+        self.scope: tuple[str, Path] | None = None
         self.lease: Any = None
+        self.runner: Any = None  # anyio's TestRunner of the open lease
 
-    def use(self, backend: str | None) -> None:
-        if backend == self.backend:
+    def use(self, backend: str | None, file: Path) -> None:
+        scope = None if backend is None else (backend, file)
+        if scope == self.scope:
             return
         self.release()
-        if backend is not None:
+        if scope is not None:
             from anyio.pytest_plugin import get_runner
 
-            self.lease = get_runner(backend, {})
-            self.lease.__enter__()
-            self.backend = backend
+            self.lease = get_runner(scope[0], {})
+            self.runner = self.lease.__enter__()
+            self.scope = scope
 
     def release(self) -> None:
         if self.lease is not None:
-            lease, self.lease, self.backend = self.lease, None, None
+            lease, self.lease, self.scope, self.runner = self.lease, None, None, None
             lease.__exit__(None, None, None)
 
 
@@ -249,14 +256,15 @@ _late_tls_sharing: Any = None
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Each test starts with no session already warned (tests reuse session ids), and shares
-    the event loop of the tests of its backend just before it (``SharedRunner``), and the
-    TLS contexts of httpx2 once imported (``one_default_tls_context``). Hooks, not
+    the event loop of the tests of its backend and file just before it (``SharedRunner``), and
+    the TLS contexts of httpx2 once imported (``one_default_tls_context``). Hooks, not
     an autouse fixture: a fixture's setup and teardown cost ~0.2 ms of CPU a test."""
     _forget_session_warnings()
     if _late_tls_sharing is not None:
         _late_tls_sharing.share()
     callspec = getattr(item, "callspec", None)
-    _shared_runner.use(callspec.params.get("anyio_backend") if callspec is not None else None)
+    backend = callspec.params.get("anyio_backend") if callspec is not None else None
+    _shared_runner.use(backend, item.path)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -152,6 +152,7 @@ class Partitioned(LongestFirst):
         self.differences: list[tuple[str, list[str], Any]] = []
         self.runs: dict[Any, set[str]] = {}  # the units each worker can run
         self.index: dict[Any, dict[str, int]] = {}  # each worker's tests by nodeid
+        self.pending: dict[Any, int] = {}  # each worker's tests sent and not yet reported
         self.started = False
 
     def add_node_collection(self, node: Any, collection: Sequence[str]) -> None:
@@ -228,14 +229,24 @@ class Partitioned(LongestFirst):
         tests = self.workqueue.pop(unit)
         self.assigned_work[node][unit] = tests
         index = self.index[node]
-        node.send_runtest_some([index[nodeid] for nodeid, done in tests.items() if not done])
+        indices = [index[nodeid] for nodeid, done in tests.items() if not done]
+        self.pending[node] = self.pending.get(node, 0) + len(indices)
+        node.send_runtest_some(indices)
+
+    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        """xdist's, counting the worker's pending tests down: xdist counted them again over
+        every unit the worker was ever sent, at each test (a second of the controller's CPU)."""
+        nodeid = self.registered_collections[node][item_index]
+        if not self.assigned_work[node][self._split_scope(nodeid)][nodeid]:
+            self.pending[node] -= 1
+        super().mark_test_complete(node, item_index, duration)
 
     def _reschedule(self, node: Any) -> None:
         if node.shutting_down:
             return
         if self._next_unit(node) is None:
             node.shutdown()
-        elif self._pending_of(self.assigned_work[node]) <= 2:
+        elif self.pending.get(node, 0) <= 2:
             self._assign_work_unit(node)
 
     def remove_node(self, node: Any) -> str | None:
@@ -244,4 +255,5 @@ class Partitioned(LongestFirst):
         if not hasattr(node, "workeroutput"):
             self.shares.release(node)
         self.runs.pop(node, None)
+        self.pending.pop(node, None)
         return super().remove_node(node)

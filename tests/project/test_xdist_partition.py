@@ -189,7 +189,8 @@ def collect(sched: Partitioned, node: Node, nodeids: list[str]) -> None:
 
 
 def run(sched: Partitioned, nodes: list[Node]) -> dict[str, list[str]]:
-    """Each node runs what it was sent, a test at a time, until none has any left."""
+    """Each node runs what it was sent, a test at a time, until none has any left; the count
+    of each node's pending tests the scheduler keeps is xdist's count over its whole work."""
     ran: dict[str, list[str]] = {}
     while any(node.queue for node in nodes):
         for node in nodes:
@@ -199,6 +200,9 @@ def run(sched: Partitioned, nodes: list[Node]) -> dict[str, list[str]]:
                     str(node.gateway.id)
                 )
                 sched.mark_test_complete(node, index)
+                for each in nodes:
+                    work = sched.assigned_work.get(each, {})
+                    assert sched.pending.get(each, 0) == sched._pending_of(work)
     return ran
 
 

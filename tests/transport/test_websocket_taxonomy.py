@@ -167,7 +167,8 @@ async def test_the_calls_overall_timeout_ends_a_reply_that_keeps_stalling(
 @pytest.mark.anyio
 async def test_a_cancel_interrupts_a_connection_that_never_opens() -> None:
     async def accept_and_wait(stream: Any) -> None:
-        await anyio.sleep_forever()
+        async with stream:  # closed when the test ends the server (no unclosed socket left)
+            await anyio.sleep_forever()
 
     async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
         port = listener.extra(anyio.abc.SocketAttribute.local_port)
