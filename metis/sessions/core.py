@@ -42,6 +42,7 @@ from metis.sessions.provider_state import (
     lease_connections,
 )
 from metis.sessions.reply import Reply
+from metis.sessions.spending import Spending
 
 UNFINISHED = (StopKind.CANCELLED, StopKind.ERROR)
 
@@ -70,7 +71,7 @@ class Conversation:
         compact: Compact,
         context_check: ContextCheck,
         provider_state: ProviderState,
-        usage: TokenUsage,
+        spending: Spending,
     ) -> None:
         self.model = model
         self.history = history
@@ -80,7 +81,7 @@ class Conversation:
         self.compact = compact
         self.context_check = context_check
         self.keeper = StateKeeper(session_id, provider_state)
-        self.usage = usage
+        self.spending = spending
         self.connections: dict[str, Any] = {}
         """What a provider keeps open for this conversation, by provider (the WebSocket
         transport's connection, docs/websocket.md); :meth:`Session.aclose` closes each."""
@@ -109,7 +110,7 @@ class Conversation:
                 request, budget = fit.request, fit.budget
                 if fit.compaction is not None:
                     record.compaction = fit.compaction
-                    self.usage = add_usage(self.usage, fit.compaction.usage)
+                    self.spending.add_cost(fit.compaction.usage, fit.compaction.cost)
                 if fit.compacted:
                     self.history[:] = request.messages
                     self.keeper.forget_ids_not_in(self.history)
@@ -122,7 +123,7 @@ class Conversation:
                         async for event in events:
                             if isinstance(event, MessageComplete):
                                 finished = event.stop_reason.kind not in UNFINISHED
-                                await self._completed(found, event)
+                                await self._completed(found, event, reply)
                             yield event
                 finally:
                     kept = self._keep(reply)
@@ -169,8 +170,9 @@ class Conversation:
             self.history.append(message)
         return message is not None
 
-    async def _completed(self, found: Resolved, final: MessageComplete) -> None:
-        self.usage = add_usage(self.usage, final.usage)
+    async def _completed(self, found: Resolved, final: MessageComplete, reply: Reply) -> None:
+        response = reply.response
+        self.spending.add(response.model if response else found.label, final.usage)
         await self.keeper.after_call(found.servers, final.final_content)
 
 

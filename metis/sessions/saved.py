@@ -3,8 +3,8 @@
 What is saved: the session id, the model (a ``provider:model`` string; a router is given again
 on restore), the history, the options (never the API key), the names of the tools (their
 functions are given again on restore), the context check, compaction by the provider (a
-compacting function is given again), the usage so far and the provider state (tool ids,
-continuation: :mod:`metis.sessions.provider_state`).
+compacting function is given again), the usage and each call's cost so far and the
+provider state (tool ids, continuation: :mod:`metis.sessions.provider_state`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from metis.calls.request import ModelLike, ModelOptions
+from metis.catalog.usage_cost import Cost
 from metis.core.config_files import config_error
 from metis.core.empty import empty_list
 from metis.errors import ConfigError
@@ -82,6 +83,9 @@ class SavedSession(BaseModel):
     data: it is given again on restore)."""
     provider_state: ProviderState = Field(default_factory=ProviderState)
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    costs: list[Cost] | None = None
+    """Each model call's cost; None in a session saved before costs were (its total is then
+    unknown)."""
 
 
 def saved_options(options: ModelOptions) -> SavedOptions:
@@ -109,7 +113,8 @@ def saved_session(conversation: Conversation) -> SavedSession:
         context_check=conversation.context_check,
         compact="provider" if conversation.compact == "provider" else None,
         provider_state=conversation.keeper.state,
-        usage=conversation.usage,
+        usage=conversation.spending.usage,
+        costs=list(conversation.spending.costs),
     )
 
 

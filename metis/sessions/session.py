@@ -10,15 +10,16 @@ from __future__ import annotations
 import contextlib
 import inspect
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import aclosing
 from typing import Any, TypeVar, Unpack
 
 from metis.adapter.adapter import Adapter
 from metis.calls import request as call_request
 from metis.calls.request import MessagesLike, ModelLike, ModelOptions, as_messages
+from metis.catalog.usage_cost import Cost
 from metis.core.ids import new_ulid
-from metis.core.options import checked_options
+from metis.core.money import USD
 from metis.errors import AdapterError, ConfigError, InvalidRequestError, ProtocolError
 from metis.model.content import Message
 from metis.model.dicts import MessageDict
@@ -33,7 +34,8 @@ from metis.sessions.events import AskedT, RunComplete, RunEvent, RunResult
 from metis.sessions.models import checked_adapters, checked_model
 from metis.sessions.options import check_constructor, check_defaults, checked_turn
 from metis.sessions.provider_state import ProviderState, close_connections
-from metis.sessions.saved import read_saved, restored, saved_session
+from metis.sessions.saving import SavingForms
+from metis.sessions.spending import Spending
 from metis.sessions.stream import Reader, TurnStream
 from metis.tools import checked_timeout
 
@@ -44,7 +46,7 @@ class SessionBusyError(RuntimeError):
     """A turn was started on a session that has one in flight: a session has one owner."""
 
 
-class Session(BlockingForms):
+class Session(SavingForms, BlockingForms):
     """One conversation with a model: ``send`` a message and get the reply, ``stream`` a turn's
     events, or ``run`` the agent loop with tools; the history grows as it goes.
 
@@ -85,7 +87,7 @@ class Session(BlockingForms):
             compact=checked_compact(compact),
             context_check=context_check,
             provider_state=ProviderState(),
-            usage=TokenUsage(),
+            spending=Spending(TokenUsage(), []),
         )
         self._lock = threading.Lock()
         self._control: TurnControl | None = None
@@ -152,7 +154,19 @@ class Session(BlockingForms):
     @property
     def usage(self) -> TokenUsage:
         """Every model call's usage so far, summed."""
-        return self._conversation.usage
+        return self._conversation.spending.usage
+
+    @property
+    def costs(self) -> tuple[Cost, ...]:
+        """Every model call's cost so far, in order, at the model catalog's prices (a call
+        no table prices: ``priced`` False, and ``unpriced`` says why)."""
+        return tuple(self._conversation.spending.costs)
+
+    @property
+    def cost_usd(self) -> USD | None:
+        """What the conversation has cost so far in USD: every call's cost summed; None
+        (unknown) when a call's price is unknown, never that call counted as 0."""
+        return self._conversation.spending.cost_usd
 
     @property
     def busy(self) -> bool:
@@ -305,51 +319,6 @@ class Session(BlockingForms):
             return False
         control.cancel()
         return True
-
-    # Saving --------------------------------------------------------------------------------
-
-    def to_dict(self) -> dict[str, Any]:
-        """The session as JSON-ready data (:mod:`metis.sessions.saved`)."""
-        with self._owned("save"):
-            saved = saved_session(self._conversation)
-        return saved.model_dump(mode="json", exclude_none=True)
-
-    def to_json(self) -> str:
-        """The session as JSON text; :meth:`from_json` reads it back, on any worker."""
-        with self._owned("save"):
-            saved = saved_session(self._conversation)
-        return saved.model_dump_json(exclude_none=True)
-
-    @classmethod
-    @checked_options  # a misspelt keyword (modle=) says the one meant
-    def from_json(
-        cls,
-        data: str | bytes | dict[str, Any],
-        *,
-        model: ModelLike | None = None,
-        adapters: Mapping[str, Adapter] | None = None,
-        tools: Sequence[Any] | None = None,
-        compact: Compact = None,
-        api_key: str | None = None,
-    ) -> Session:
-        """A session from :meth:`to_json`'s text: the same id, history, options and provider
-        state. Functions are not data: ``tools`` (the session was saved with) and a
-        ``compact`` function are given again (``"provider"`` is kept), a router as
-        ``model``, and the key as ``api_key`` (or the stack's variable)."""
-        saved = read_saved(data)
-        chosen, options = restored(saved, model, tools, api_key)
-        session = cls(
-            chosen,
-            saved.messages,
-            session_id=saved.session_id,
-            adapters=adapters,
-            compact=compact if compact is not None else saved.compact,
-            context_check=saved.context_check,
-            **options,
-        )
-        session._conversation.keeper.state = saved.provider_state
-        session._conversation.usage = saved.usage
-        return session
 
     # Internals -----------------------------------------------------------------------------
 

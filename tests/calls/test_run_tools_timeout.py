@@ -7,9 +7,11 @@ from __future__ import annotations
 import contextvars
 import math
 import threading
+from types import SimpleNamespace
 
 import pytest
 
+import metis.tools
 from metis.errors import ConfigError
 from metis.model import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.tools import run_tools, tool
@@ -37,10 +39,56 @@ def broken(key: str) -> int:
     raise RuntimeError(f"no {key}")
 
 
-def test_a_call_that_outlasts_the_timeout_is_answered_as_timed_out_the_others_kept() -> None:
+class DeadlineClock:
+    """Stands in for the clock ``run_tools`` measures its deadline with, so that the deadline
+    passes when the test says, never when the machine is slow: the first reading (taken as the
+    calls start) is 0; every later one waits until the calls that must finish in time have
+    ended, then reads far past the deadline."""
+
+    def __init__(self, in_time: int) -> None:
+        self.in_time = in_time
+        self.threads: list[threading.Thread] = []
+        self.started = threading.Event()
+        self.readings = 0
+
+    def entered(self) -> None:
+        self.threads.append(threading.current_thread())
+        if len(self.threads) == self.in_time:
+            self.started.set()
+
+    def monotonic(self) -> float:
+        self.readings += 1
+        if self.readings == 1:
+            return 0.0
+        assert self.started.wait(30)  # a guard: never a hang
+        for thread in self.threads:
+            thread.join(30)
+            assert not thread.is_alive()
+        return 1e6
+
+
+def test_a_call_that_outlasts_the_timeout_is_answered_as_timed_out_the_others_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The deadline passes only once the quick calls have ended and while the blocked one
+    still waits for the test, whatever the machine's load."""
+    clock = DeadlineClock(in_time=2)
+    monkeypatch.setattr(metis.tools, "time", SimpleNamespace(monotonic=clock.monotonic))
     released = threading.Event()
     finished = threading.Event()
     threads: list[threading.Thread] = []
+
+    @tool
+    def measure(key: str) -> int:
+        """The key's length."""
+        clock.entered()
+        return len(key)
+
+    @tool
+    def fail(key: str) -> int:
+        """Always fails."""
+        clock.entered()
+        raise RuntimeError(f"no {key}")
 
     @tool
     def block_thread(key: str) -> str:
@@ -50,19 +98,38 @@ def test_a_call_that_outlasts_the_timeout_is_answered_as_timed_out_the_others_ke
         finished.set()
         return "too late"
 
-    reply = calling("lookup", "block_thread", "broken")
+    reply = calling("measure", "block_thread", "fail")
     try:
-        message = run_tools(reply, [lookup, block_thread, broken], timeout_seconds=0.05)
+        message = run_tools(reply, [measure, block_thread, fail], timeout_seconds=5)
         assert not finished.is_set()  # answered while the tool still ran
     finally:
         released.set()
     assert texts(message) == [
         (False, "3"),
-        (True, "block_thread did not finish within 0.05 s"),
+        (True, "block_thread did not finish within 5 s"),
         (True, "RuntimeError: no abc"),
     ]
     assert finished.wait(30)  # the thread was not stopped: it ran on to its end
     assert threads[0] is not threading.current_thread() and threads[0].daemon
+
+
+def test_a_call_still_blocked_is_answered_as_timed_out_under_the_real_clock() -> None:
+    """With the real clock: the blocked call cannot end before the test releases it, which
+    it does only after ``run_tools`` has answered, so however slow the machine, the answer is
+    a timeout (load can only make the wait longer, never change the answer)."""
+    released = threading.Event()
+
+    @tool
+    def block_thread(key: str) -> str:
+        """Blocks its worker thread until the test lets it go."""
+        released.wait(30)
+        return "too late"
+
+    try:
+        message = run_tools(calling("block_thread"), [block_thread], timeout_seconds=0.05)
+    finally:
+        released.set()
+    assert texts(message) == [(True, "block_thread did not finish within 0.05 s")]
 
 
 def test_with_a_timeout_calls_that_finish_in_time_are_answered_as_without_one() -> None:

@@ -59,10 +59,19 @@ async def test_a_tool_timeout_that_is_not_seconds_is_refused(seconds: Any) -> No
 
 @pytest.mark.anyio
 async def test_a_tool_timeout_of_seconds_still_runs_the_tool() -> None:
+    """An async tool that answers without awaiting gives the timeout no point to cancel it
+    at, so the answer cannot depend on how loaded the machine is (a plain tool would run in
+    a worker thread, which a loaded machine may start after the 2.5 s)."""
+
+    @metis.tool(name="get_weather")
+    async def answer_at_once(city: str) -> str:
+        """Current weather for a city."""
+        return f"sunny in {city}"
+
     call = ToolUseBlock(id="call_1", name="get_weather", input={"city": "Paris"})
     with anyio.fail_after(30):
         result = await arun_tools(
-            Message(role=Role.ASSISTANT, content=[call]), [get_weather], timeout_seconds=2.5
+            Message(role=Role.ASSISTANT, content=[call]), [answer_at_once], timeout_seconds=2.5
         )
     assert result.content[0].content == "sunny in Paris"
 

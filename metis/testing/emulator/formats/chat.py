@@ -26,6 +26,12 @@ from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.canonical_events import events_of, response_of
 from metis.testing.emulator.formats.canonical_turns import prompt_of, read_by
 from metis.testing.emulator.formats.chat_rules import DEEPSEEK_THINKING, RULES
+from metis.testing.emulator.formats.chat_services import (
+    MISTRAL_ID_LENGTH,
+    always_usage,
+    is_mistral,
+    usage_on_finish_chunk,
+)
 from metis.testing.emulator.formats.openai import (
     REASONING_MODEL,
     SERVER_ERROR,
@@ -95,7 +101,8 @@ class Chat(OpenAI):
         call.options = {
             "reasoning_content": thinks,
             "reasoning_apart": call.model.startswith("grok"),
-            "include_usage": options.get("include_usage") is True,
+            "include_usage": options.get("include_usage") is True or always_usage(body, call),
+            "mistral": is_mistral(body, call),
             "obfuscation": options.get("include_obfuscation", True) is not False,
         }
         fmt = object_at(body, "response_format")
@@ -121,7 +128,11 @@ class Chat(OpenAI):
             cited = chat_citations(reply, call.model) or None
             content.append(TextBlock(text=reply.text, citations=cited))
         for out in reply.calls:
-            tool_id = call.call_id(ids, "call_", 24)
+            tool_id = (
+                call.call_id(ids, "", MISTRAL_ID_LENGTH)
+                if call.options["mistral"]
+                else call.call_id(ids, "call_", 24)
+            )
             content.append(ToolUseBlock(id=tool_id, name=out.name, input=out.args))
         response = response_of(reply, content, call.model)
         call.options["response"] = response
@@ -139,8 +150,10 @@ class Chat(OpenAI):
         lists = source_lists(reply, call.model)
         every = lists_on_every_chunk(call.model)
         frames: list[Frame] = []
-        for chunk in written.split(b"\n\n")[:-1]:
-            payload = chunk.removeprefix(b"data: ")
+        payloads = [chunk.removeprefix(b"data: ") for chunk in written.split(b"\n\n")[:-1]]
+        if call.options["mistral"]:
+            payloads = usage_on_finish_chunk(payloads)
+        for payload in payloads:
             if payload == b"[DONE]":
                 frames.append(Frame(b"data: ", payload, b"\n\n"))
                 continue

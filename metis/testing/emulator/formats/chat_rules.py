@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
+from metis.testing.emulator.formats.chat_services import check_mistral_tool_ids
 from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import json_schema_format, strict_schema_problem
 from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
@@ -73,5 +74,6 @@ RULES = table(
         "model settings": check_openai,
         "prompt cache": check_openai_cache,
         "prompt_cache_key": check_prompt_cache_key,
+        "mistral tool ids": check_mistral_tool_ids,
     },
 )

@@ -1,0 +1,83 @@
+"""What two services that serve OpenAI Chat Completions do their own way.
+
+- Mistral (``/v1``, its models: ``mistral-large-latest``, ``codestral-latest``...): a stream
+  always carries the usage, on its last chunk, the one with the ``finish_reason`` (Mistral's
+  release note of 2024-01-16, "Token usage information in streaming responses"; it takes no
+  ``stream_options``). A tool call id is exactly 9 of ``[a-zA-Z0-9]``: the ids it issues are,
+  and a request with another, in an assistant message's ``tool_calls`` or a tool message's
+  ``tool_call_id``, is a 400 "Tool call id was <id> but must be a-z, A-Z, 0-9, with a
+  length of 9."
+- OpenRouter (``/api/v1``): a stream always ends with a usage chunk (``choices: []``),
+  ``stream_options.include_usage`` or not (its usage-accounting guide: the option is
+  deprecated and has no effect).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from metis.testing.emulator.rules import Refused
+
+MISTRAL_MODEL = re.compile(
+    r"^(open-)?(mistral|mixtral|codestral|devstral|magistral|ministral|pixtral|voxtral)-"
+)
+MISTRAL_TOOL_ID = re.compile(r"[a-zA-Z0-9]{9}")
+MISTRAL_ID_LENGTH = 9
+
+
+def path_of(call: Any) -> str:
+    return str(getattr(getattr(call, "request", None), "path", ""))
+
+
+def is_mistral(body: dict[str, Any], call: Any) -> bool:
+    """A request to Mistral: its path (``/v1``, which OpenAI shares) and one of its models."""
+    model = body.get("model")
+    path = path_of(call)
+    return path.startswith("/v1/") and isinstance(model, str) and bool(MISTRAL_MODEL.match(model))
+
+
+def always_usage(body: dict[str, Any], call: Any) -> bool:
+    """Whether the service streams the usage whatever ``stream_options`` says."""
+    return is_mistral(body, call) or path_of(call).startswith("/api/v1/")
+
+
+def check_mistral_tool_ids(body: dict[str, Any], call: Any = None) -> None:
+    """Mistral's rule for the tool call ids a request gives back."""
+    if not is_mistral(body, call):
+        return
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        calls = message.get("tool_calls") or []
+        given = (
+            [c.get("id") for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+        )
+        if message.get("role") == "tool":
+            given.append(message.get("tool_call_id"))
+        for tool_id in given:
+            if not (isinstance(tool_id, str) and MISTRAL_TOOL_ID.fullmatch(tool_id)):
+                raise Refused(
+                    f"Tool call id was {tool_id} but must be a-z, A-Z, 0-9, with a length of 9."
+                )
+
+
+def usage_on_finish_chunk(payloads: list[bytes]) -> list[bytes]:
+    """Mistral's stream from OpenAI's with the usage chunk: the usage moved onto the chunk
+    before it (the one with the ``finish_reason``), and no ``"usage": null`` elsewhere."""
+    chunks: list[dict[str, Any] | bytes] = []
+    for payload in payloads:
+        if payload == b"[DONE]":
+            chunks.append(payload)
+            continue
+        data = json.loads(payload)
+        usage = data.pop("usage", None)
+        last = chunks[-1] if chunks else None
+        if usage and not data["choices"] and isinstance(last, dict):
+            last["usage"] = usage
+            continue
+        if usage:
+            data["usage"] = usage
+        chunks.append(data)
+    return [c if isinstance(c, bytes) else json.dumps(c).encode() for c in chunks]
