@@ -17,7 +17,7 @@ from metis.testing.emulator import Emulator
 from ..session_helpers import close_all, emulated, get_weather
 
 CLAUDE = "anthropic:claude-sonnet-4-5"
-UNPRICED = "ollama:qwen3"  # the catalog has no price for it
+UNPRICED = "ollama:qwen3"  # a server of your own: no table prices it
 
 
 @pytest.mark.anyio
@@ -55,7 +55,7 @@ async def test_a_call_whose_price_is_unknown_makes_the_total_unknown(emulator: E
     assert reply.cost_usd == 0  # one reply's own cost is 0 there, with its Cost saying why
     assert session.cost_usd is None
     assert [c.priced for c in session.costs] == [True, False]
-    assert "no price" in (session.costs[1].unpriced or "")
+    assert "no table prices" in (session.costs[1].unpriced or "")
     assert session.usage.output_tokens > 0  # the tokens are still counted
     await close_all(adapters)
 
