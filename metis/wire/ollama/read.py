@@ -26,6 +26,7 @@ from metis.wire.builder import MessageBuilder
 from metis.wire.http_errors import body_excerpt, http_error, json_body, says_context_overflow
 from metis.wire.opaque import merge_fragment
 from metis.wire.read import (
+    counts_of,
     malformed,
     object_value,
     optional_list,
@@ -33,6 +34,7 @@ from metis.wire.read import (
     required_object,
     required_text,
     text_value,
+    token_count,
 )
 
 _TEXT, _THINKING = "text", "thinking"
@@ -157,9 +159,10 @@ class OllamaStreamParser:
         self._done = True
         prompt, output = obj.get("prompt_eval_count"), obj.get("eval_count")
         if prompt is not None or output is not None:
-            self._builder.usage(
-                _count(prompt, "prompt_eval_count"), _count(output, "eval_count"), 0, 0
-            )
+            with counts_of(self._builder):
+                self._builder.usage(
+                    _count(prompt, "prompt_eval_count"), _count(output, "eval_count"), 0, 0
+                )
         self._builder.stop(stop_reason(obj.get("done_reason"), self._calls > 0))
         self._builder.finish()
 
@@ -198,7 +201,7 @@ def _count(value: Any, field: str) -> int:
         return 0
     if value.__class__ is not int:
         raise malformed(field, "a whole number", value)
-    return int(value)
+    return token_count(value, field)
 
 
 def _dump(obj: Any) -> str:
