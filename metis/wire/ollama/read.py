@@ -46,6 +46,8 @@ _CAPABILITY = re.compile(
     re.IGNORECASE,
 )
 _MISSING_MODEL = re.compile(r"model ['\"]([^'\"]+)['\"] not found", re.IGNORECASE)
+_RATE_LIMITED = re.compile(r"too many requests|rate.?limit|usage limit|\b429\b", re.I)
+"""What Ollama (its cloud models: "you've reached your weekly usage limit") answers with a 429."""
 _OUT_OF_MEMORY = re.compile(r"requires more system memory|out of memory|unable to allocate", re.I)
 
 
@@ -242,6 +244,8 @@ def _error(
         shown = f"{message}; pull it first: `ollama pull {model}`"
     elif "server busy" in message:
         cls = ErrorClass.OVERLOADED  # 503 when the server's request queue is full
+    elif status is None and _RATE_LIMITED.search(message):
+        cls = ErrorClass.RATE_LIMIT  # in a stream: no 429 to say it
     elif _OUT_OF_MEMORY.search(message):
         cls, retryable = ErrorClass.SERVER_ERROR, False  # the model does not fit: retrying won't
     elif status in (None, 400) and says_context_overflow(message):
