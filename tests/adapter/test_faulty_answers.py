@@ -5,6 +5,7 @@ empty message."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from collections.abc import AsyncIterator, Callable
@@ -237,6 +238,38 @@ async def _refused_as_protocol_error(stack: str, streamed: bool, reshape: Any, m
                     await built.complete(request_for(stack))
         finally:
             await built.aclose()
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+async def test_a_body_gzipped_without_its_content_encoding_says_so(
+    stack: str, streamed: bool
+) -> None:
+    # A proxy that compresses and drops the header: "invalid UTF-8 in its event stream",
+    # or a corrupt event-stream frame, where the first two bytes say what it is.
+    def gzipped(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        kept = {k: v for k, v in headers.items() if k.lower() != "content-encoding"}
+        return httpx.Response(status, headers=kept, content=gzip.compress(body))
+
+    said = r"looks gzip-compressed \(1f 8b at its start\) but no Content-Encoding declared it"
+    await _refused_as_protocol_error(stack, streamed, gzipped, said)
+
+
+@pytest.mark.parametrize("stack", ["anthropic", "openai", "gemini", "ollama", "bedrock"])
+async def test_an_error_body_gzipped_without_its_content_encoding_says_so(stack: str) -> None:
+    # Its excerpt was the compressed bytes as replacement characters.
+    def failed(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        return httpx.Response(500, content=gzip.compress(b'{"error": "boom"}'))
+
+    emulator = Emulator()
+    async with httpx.AsyncClient(transport=Reshaping(emulator, failed)) as client:
+        built = adapter(stack, emulator, http_client=client, max_retries=0)
+        try:
+            with pytest.raises(AdapterError, match="looks gzip-compressed") as caught:
+                await built.complete(request_for(stack))
+        finally:
+            await built.aclose()
+    assert caught.value.provider_status == 500
 
 
 def _counts_negative(value: Any) -> Any:
