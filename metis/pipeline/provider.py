@@ -33,6 +33,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Stage
+from metis.wire.compressed import undeclared_compression
 from metis.wire.framing.objects import MAX_WHOLE_BODY, parse_object
 
 AnyStage = Stage[Any, Any, Any, Any]
@@ -192,8 +193,9 @@ def _json_object(raw: bytes, call: Call) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        said = undeclared_compression(raw) or f"invalid UTF-8 ({exc.reason} at byte {exc.start})"
         raise ProtocolError(
-            f"{call.provider} answered with invalid UTF-8 ({exc.reason} at byte {exc.start})",
+            f"{call.provider} answered with {said}",
             provider=call.provider,
         ) from None
     return parse_object(text, "json")

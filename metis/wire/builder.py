@@ -43,6 +43,7 @@ from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
 _USAGE_FIELDS = tuple(TokenUsage.model_fields)  # the counts, estimated, then the extras
 
 Warn = Callable[..., None]
+_ABRUPT = (StopKind.CANCELLED, StopKind.ERROR)
 
 NO_EVENTS: Sequence[StreamEvent] = ()
 """What reading an object that makes no event returns."""
@@ -86,8 +87,7 @@ class MessageBuilder(WholeBlocks):
         self.message_id: str | None = None
         self.reported_model: str | None = None
         self.stop_reason: StopReason | None = None
-        self.usage_reported = False
-        self.usage_estimated = False
+        self.usage_reported = self.usage_estimated = self.usage_unknown = False
         self.output_count_pending = False
         """The output count reported so far is a placeholder (Anthropic's ``message_start``
         says 1); if the message ends before the real count, it is estimated from what arrived."""
@@ -136,9 +136,13 @@ class MessageBuilder(WholeBlocks):
         self._extras.update((key, value) for key, value in extras if value is not None)
         counts = (input_tokens, output_tokens, cached_input_tokens, cache_creation_input_tokens)
         for i, value in enumerate((*counts, reasoning_tokens)):
-            if value is not None:
+            if value is not None and not self.usage_unknown:
                 self._usage[i] = token_count(value, _USAGE_FIELDS[i], self.provider)
                 self.usage_reported = True
+
+    def unknown_usage(self) -> None:
+        """Forget the counts: estimated at the end as if the provider had sent none."""
+        self._usage, self.usage_unknown, self.usage_estimated = [0, 0, 0, 0, 0], True, True
 
     def stop(self, reason: StopReason) -> None:
         """Note why the message stopped; ``finish`` ends it (providers send usage after)."""
@@ -157,11 +161,11 @@ class MessageBuilder(WholeBlocks):
         cut = _limited(stop)
         if self._open_tool is not None:
             # A cut-off stream leaves arguments truncated: expected, so no WARN for them.
-            self._end_tool(self._open_tool, None, partial=_abrupt(stop), cut=cut)
+            self._end_tool(self._open_tool, None, partial=stop.kind in _ABRUPT, cut=cut)
         if self._waiting is not None:
             last = self._waiting.index == len(self._blocks) - 1
             self._settle(self._waiting, OUTPUT_LIMIT_ARGUMENTS if cut and last else None)
-        if not self.usage_reported and self._estimate_input_tokens is not None:
+        if (self.usage_unknown or not self.usage_reported) and self._estimate_input_tokens:
             self._usage[0] = self._estimate_input_tokens()
             self.usage_estimated = True
         if self.usage_estimated or self.output_count_pending:
@@ -393,7 +397,3 @@ def _clean_stop(reason: StopReason | None) -> StopReason | None:
 
 def _limited(reason: StopReason | None) -> bool:
     return reason is not None and reason.kind is StopKind.MAX_TOKENS
-
-
-def _abrupt(reason: StopReason) -> bool:
-    return reason.kind in (StopKind.CANCELLED, StopKind.ERROR)

@@ -17,6 +17,7 @@ from typing import Any
 
 from metis.errors import AdapterError, ErrorClass, error_for
 from metis.wire import json_limits
+from metis.wire.compressed import undeclared_compression
 
 
 @functools.cache
@@ -114,6 +115,8 @@ def json_body(body: bytes) -> dict[str, Any] | None:
 
 
 def body_excerpt(body: bytes, limit: int = 300) -> str:
+    if compressed := undeclared_compression(body):
+        return compressed
     text = body.decode("utf-8", errors="replace").strip()
     if text.lstrip().lower().startswith(("<!doctype", "<html")):
         title = re.search(r"<title>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)

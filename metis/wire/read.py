@@ -13,10 +13,15 @@ only when they fail, so reading builds no strings.
 
 from __future__ import annotations
 
+import logging
 import reprlib
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
 
 from metis.errors import ProtocolError
+
+log = logging.getLogger("metis")
 
 MAX_TOKEN_COUNT = 10**12
 """No call reports more tokens than this; a larger count is a corrupt number, not usage."""
@@ -117,19 +122,64 @@ def optional_list(mapping: dict[str, Any], key: str, where: str) -> list[Any]:
 
 def token_count(value: Any, field: str, provider: str = "provider") -> int:
     """``value`` as a token count: a whole number (``12`` or ``12.0``) from 0 to
-    ``MAX_TOKEN_COUNT``. Anything else (negative, fractional, huge, NaN, Infinity, a string,
-    a bool) is a ProtocolError naming ``field``; codecs check counts with it before doing
-    arithmetic on them."""
+    ``MAX_TOKEN_COUNT``. A negative one cannot be true: an :class:`UntrueCount`. Anything else
+    (fractional, huge, NaN, Infinity, a string, a bool) is a ProtocolError naming ``field``;
+    codecs check counts with it before doing arithmetic on them."""
     cls = value.__class__
     if cls is int:
         if 0 <= value <= MAX_TOKEN_COUNT:
             return int(value)
     elif cls is float and value.is_integer() and 0 <= value <= MAX_TOKEN_COUNT:
         return int(value)
+    if negative(value):
+        raise UntrueCount(field, value)
     raise ProtocolError(
         f"{provider} sent a malformed {field}: {shown(value)} (a token count is a whole number"
         " >= 0)"
     )
+
+
+class UntrueCount(ProtocolError):
+    """A token count below zero (OpenAI's deep-research replies have said
+    ``"output_tokens": -9``): no count can be, so the reply's usage is unknown, not the reply
+    broken. Codecs read usage inside :func:`counts_of`, which makes it estimated instead."""
+
+    def __init__(self, field: str, value: Any) -> None:
+        super().__init__(f"{field} {shown(value)}, a count that cannot be true")
+        self.field = field
+        self.value = value
+
+
+def negative(value: Any) -> bool:
+    """``value`` is a whole number below zero (``-9`` or ``-9.0``)."""
+    if value.__class__ is int:
+        return bool(value < 0)
+    return value.__class__ is float and value < 0 and value.is_integer()
+
+
+class _Counted(Protocol):
+    provider: str
+    usage_unknown: bool
+
+    def unknown_usage(self) -> None: ...
+
+
+@contextmanager
+def counts_of(builder: _Counted) -> Iterator[None]:
+    """Read a usage object's counts inside: an :class:`UntrueCount` among them makes the
+    message's usage unknown (estimated at its end, as a reply without usage is), with a
+    warning naming what the provider sent; the reply goes on."""
+    try:
+        yield
+    except UntrueCount as error:
+        if not builder.usage_unknown:
+            log.warning(
+                "%s sent %s; its token usage is estimated",
+                builder.provider,
+                error.message,
+                extra={"event": "metis.usage_untrue", "adapter": builder.provider},
+            )
+        builder.unknown_usage()
 
 
 # Errors ------------------------------------------------------------------------------------

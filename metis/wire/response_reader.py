@@ -329,7 +329,7 @@ def warn_ignored_after_end(
 def _estimated_input_tokens(context: ReadContext, request_body: Mapping[str, Any]) -> int:
     """docs/contract.md §5: no usage from the provider, so estimate it and say so."""
     log.warning(
-        "%s reported no token usage; estimated it",
+        "%s reported no usable token usage; estimated it",
         context.provider,
         extra={
             "event": "metis.usage_estimated",

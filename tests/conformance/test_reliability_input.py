@@ -446,7 +446,7 @@ def _with_literal(stream: RecordedStream, literal: str, where: re.Pattern[str]) 
     return b"".join(out)
 
 
-HOSTILE_COUNTS = ["-3", "12.5", "1e400", "100000000000000000000000000000", "NaN", "Infinity", '"7"']
+HOSTILE_COUNTS = ["12.5", "1e400", "100000000000000000000000000000", "NaN", "Infinity", '"7"']
 
 
 async def _failure(provider: str, body: bytes) -> tuple[list[StreamEvent], BaseException | None]:
@@ -479,6 +479,27 @@ async def test_hostile_token_counts_are_protocol_errors(provider: str) -> None:
         events, error = await _failure(provider, body)
         assert type(error) is ProtocolError, (literal, repr(error))
         _ended_with_error(events)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.anyio
+async def test_a_negative_token_count_leaves_the_reply_whole_its_usage_estimated(
+    provider: str,
+) -> None:
+    # A count that cannot be true says nothing of the reply (docs/reliability.md, Numbers).
+    plain, _ = await _failure(provider, BASE[provider].body)
+    events, error = await _failure(provider, _with_literal(BASE[provider], "-3", _COUNT_KEY))
+    assert error is None
+    last, before = events[-1], plain[-1]
+    assert isinstance(last, MessageComplete) and isinstance(before, MessageComplete)
+    assert _without_ids(last.final_content) == _without_ids(before.final_content)
+    assert last.stop_reason == before.stop_reason
+    assert last.usage.estimated and not before.usage.estimated
+
+
+def _without_ids(content: list[Any]) -> list[dict[str, Any]]:
+    """The blocks as dicts, each call's canonical tool id (new on every call) left out."""
+    return [block.model_dump(exclude={"id"}) for block in content]
 
 
 def _anthropic(*objects: dict[str, Any]) -> bytes:

@@ -969,6 +969,22 @@ def test_error_body_raises_classified_error() -> None:
         codec.parse_body(body, builder)
 
 
+@pytest.mark.parametrize("error", [{"type": "error", "error": "boom"}, {"error": "boom"}])
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+def test_an_error_given_as_a_plain_string_keeps_its_words(error: Any, streamed: bool) -> None:
+    # A proxy's {"error": "boom"}: "anthropic reported an error without a message", or
+    # without its "type", "event.type is missing": what the provider said was lost.
+    builder, _ = new_builder()
+    with pytest.raises(ServerError, match="boom") as caught:
+        if streamed:
+            parser = codec.stream_parser(builder)
+            parser.feed(start())
+            parser.feed(error)
+        else:
+            codec.parse_body(error, builder)
+    assert caught.value.provider_status is None
+
+
 def test_malformed_body_raises_protocol_error() -> None:
     with pytest.raises(ProtocolError, match=r"message.content is missing"):
         codec.parse_body({"id": "m", "model": "x"}, new_builder()[0])

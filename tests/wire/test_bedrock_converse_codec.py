@@ -313,6 +313,22 @@ def test_reasoning_with_signature_and_redacted_reasoning_stream() -> None:
     assert content[1].data == "cmVk"  # type: ignore[union-attr]
 
 
+def test_a_streamed_negative_count_makes_the_usage_estimated() -> None:
+    # The event stream's frames are not rewritten in tests/adapter; its metadata event is here.
+    events = feed(
+        [
+            {"messageStart": {"role": "assistant"}},
+            delta(0, {"text": "Done."}),
+            {"messageStop": {"stopReason": "end_turn"}},
+            {"metadata": {"usage": {"inputTokens": 5, "outputTokens": -9}}},
+        ]
+    )
+    ended = final(events)
+    assert ended.final_content[0].text == "Done."  # type: ignore[union-attr]
+    assert ended.usage.estimated and ended.usage.input_tokens == 0
+    assert ended.stop_reason.kind is StopKind.END_TURN
+
+
 def test_a_guardrail_stop_is_a_content_filter_and_unknown_reasons_are_kept_raw() -> None:
     for raw, kind in [
         ("guardrail_intervened", StopKind.CONTENT_FILTER),

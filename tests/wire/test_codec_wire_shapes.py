@@ -257,14 +257,18 @@ SHAPES: list[tuple[Callable[[], Any], str]] = [
         "^message.tool_calls: expected a list, got object",
     ),
     (
-        lambda: wire_read.token_count(-1, "input_tokens", "anthropic"),
-        "^anthropic sent a malformed input_tokens: -1",
-    ),
-    (
         lambda: wire_read.token_count(10**40, "output_tokens"),
         "a 133-bit number",
     ),
 ]
+
+
+@pytest.mark.parametrize("count", [-1, -9.0])
+def test_a_negative_count_is_one_that_cannot_be_true(count: float) -> None:
+    # codecs read it as an unknown usage (read.counts_of); elsewhere it is a ProtocolError
+    with pytest.raises(wire_read.UntrueCount, match=r"input_tokens -[19]") as caught:
+        wire_read.token_count(count, "input_tokens", "anthropic")
+    assert isinstance(caught.value, ProtocolError) and caught.value.value == count
 
 
 @pytest.mark.parametrize(("read", "problem"), SHAPES)

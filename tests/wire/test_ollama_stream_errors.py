@@ -1,8 +1,8 @@
 """An ``{"error": ...}`` line inside Ollama's NDJSON stream (a 200 whose headers went out
 before the failure) is classified as the same failure answered with its own HTTP status is:
 by what it says (a missing model, a model without the capability, a prompt past the context
-length, a busy server, a model that does not fit in memory) and by a ``status`` the line
-carries. The text that arrived before it is kept. Sans-IO."""
+length, a busy server, too many requests, a model that does not fit in memory) and by a
+``status`` the line carries. The text that arrived before it is kept. Sans-IO."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from metis.errors import (
     ContextOverflowError,
     InvalidRequestError,
     OverloadedError,
+    RateLimitError,
     ServerError,
 )
 from metis.wire.builder import MessageBuilder
@@ -36,6 +37,11 @@ SAID = [
     ("model requires more system memory (5.5 GiB) than is available (3.2 GiB)", 500,
      ServerError, False),
     ("llama runner process has terminated: exit status 2", 500, ServerError, True),
+    ("429 Too Many Requests", 429, RateLimitError, True),
+    ("too many requests, please slow down", 429, RateLimitError, True),
+    ("you've reached your weekly usage limit, please wait or upgrade to continue", 429,
+     RateLimitError, True),  # Ollama's cloud models
+    ("rate limit exceeded", 429, RateLimitError, True),
 ]  # fmt: skip
 
 

@@ -109,7 +109,12 @@ def test_anthropic_server_tool_use_is_read_from_a_whole_reply() -> None:
     assert not anthropic_body({"server_tool_use": {"web_search_requests": 0}}).server_tools
 
 
-@pytest.mark.parametrize("bad", [-1, "2", 1.5, [1]])
+def test_a_negative_anthropic_request_count_makes_the_usage_estimated() -> None:
+    usage = anthropic_body({"server_tool_use": {"web_search_requests": -1}})
+    assert usage.estimated and usage.input_tokens == 0 and not usage.server_tools
+
+
+@pytest.mark.parametrize("bad", ["2", 1.5, [1]])
 def test_a_malformed_anthropic_count_is_a_protocol_error(bad: Any) -> None:
     with pytest.raises(ProtocolError, match="web_search_requests"):
         anthropic_body({"server_tool_use": {"web_search_requests": bad}})

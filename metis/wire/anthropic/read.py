@@ -125,6 +125,8 @@ class AnthropicStreamParser:
             self._delta(required_index(obj, "index", kind), required_object(obj, "delta", kind))
         elif kind.__class__ is str:
             self._event(kind, obj)
+        elif _untyped_error(obj):
+            raise _stream_error(obj, builder.provider)
         else:
             raise malformed("event.type", "a string", kind)
         return builder.take()
@@ -299,7 +301,7 @@ class AnthropicStreamParser:
 
 def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
     """A non-streamed Messages response, through the same block handling as the stream."""
-    if body.get("type") == "error":
+    if body.get("type") == "error" or _untyped_error(body):
         raise _stream_error(body, builder.provider)
     parser = AnthropicStreamParser(builder)
     builder.start(optional_text(body, "id", "message"), optional_text(body, "model", "message"))
@@ -328,9 +330,18 @@ def _stop(builder: MessageBuilder, holder: dict[str, Any], where: str) -> None:
 # Errors ------------------------------------------------------------------------------------
 
 
+def _untyped_error(obj: dict[str, Any]) -> bool:
+    """``obj`` is an error without Anthropic's ``"type": "error"`` (a proxy's ``{"error":
+    "boom"}``): read as the error event it stands for."""
+    return obj.get("type") is None and obj.get("error") is not None
+
+
 def _error_fields(data: Any) -> tuple[str | None, str]:
-    """``(error.type, error.message)`` from an Anthropic error object, or ``(None, "")``."""
+    """``(error.type, error.message)`` from an Anthropic error object, or ``(None, "")``; an
+    error that is a plain string is its message."""
     error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, str):
+        return None, error
     if not isinstance(error, dict):
         return None, ""
     kind, message = error.get("type"), error.get("message")

@@ -25,7 +25,7 @@ from typing import Any
 from metis.model.response import ModelUsage, ServerToolRequests, TokenUsage
 from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
-from metis.wire.read import list_value, object_value, required_text, token_count
+from metis.wire.read import counts_of, list_value, object_value, required_text, token_count
 
 _COUNTS = (
     "input_tokens",
@@ -50,6 +50,15 @@ class UsageTally:
         """Record one ``usage`` object and hand the builder the totals it makes."""
         if not usage:
             return
+        builder = self._builder
+        builder.usage(service_tier=service_tier(usage.get("service_tier")))
+        with counts_of(builder):
+            self._counts(usage)
+            builder.usage(
+                server_tools=_server_tools(usage.get("server_tool_use"), builder.provider)
+            )
+
+    def _counts(self, usage: dict[str, Any]) -> None:
         provider = self._builder.provider
         for field in _COUNTS:
             if usage.get(field) is not None:
@@ -72,8 +81,6 @@ class UsageTally:
             cache_creation_input_tokens=totals.get("cache_creation_input_tokens"),
             reasoning_tokens=details.get("thinking_tokens") if isinstance(details, dict) else None,
             other_models=self._others,
-            server_tools=_server_tools(usage.get("server_tool_use"), provider),
-            service_tier=service_tier(usage.get("service_tier")),
         )
 
 

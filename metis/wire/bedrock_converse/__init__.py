@@ -31,6 +31,7 @@ from metis.wire.codec import Codec
 from metis.wire.opaque import merge_fragment
 from metis.wire.partial_json import parse_object
 from metis.wire.read import (
+    counts_of,
     object_value,
     optional_object,
     optional_text,
@@ -310,12 +311,13 @@ def usage(builder: MessageBuilder, counts: dict[str, Any] | None, holder: Any = 
     if tier.__class__ is dict:
         builder.usage(service_tier=service_tier(tier.get("type")))
     if counts:
-        builder.usage(
-            input_tokens=counts.get("inputTokens"),
-            output_tokens=counts.get("outputTokens"),
-            cached_input_tokens=counts.get("cacheReadInputTokens"),
-            cache_creation_input_tokens=counts.get("cacheWriteInputTokens"),
-        )
+        with counts_of(builder):
+            builder.usage(
+                input_tokens=counts.get("inputTokens"),
+                output_tokens=counts.get("outputTokens"),
+                cached_input_tokens=counts.get("cacheReadInputTokens"),
+                cache_creation_input_tokens=counts.get("cacheWriteInputTokens"),
+            )
 
 
 def _base64(reasoning: dict[str, Any], where: str) -> str:

@@ -32,6 +32,7 @@ from pydantic_core import from_json
 
 from metis.errors import AdapterError, ProtocolError
 from metis.wire import json_limits
+from metis.wire.compressed import undeclared_compression
 from metis.wire.framing.aws_eventstream import EventStreamDecoder, frame_object
 from metis.wire.framing.json_array import ArrayObjects
 from metis.wire.framing.lines import LineSplitter
@@ -139,6 +140,8 @@ class BodyObjects:
             self._held_bytes = 0
         if chunk.startswith(_BOM) and (self._frames is None or chunk[3:4] == b"{"):
             chunk = chunk[3:]  # a byte order mark: not the body's first character
+        if compressed := undeclared_compression(chunk):
+            raise ProtocolError(f"provider sent no {self._fmt} stream: {compressed}")
         if _whole_json(self.content_type, chunk):
             self._mode, self._reader = "reply", BodyObjects._hold
         elif _html(self.content_type, chunk):  # a proxy's page: kept only to say what it was
@@ -350,8 +353,12 @@ def _text(body: bytes, fmt: str) -> str:
     try:
         return body.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        compressed = undeclared_compression(body)
+        where = f"({exc.reason} at byte {exc.start})"
         raise ProtocolError(
-            f"provider sent invalid UTF-8 in its {fmt} stream ({exc.reason} at byte {exc.start})"
+            f"provider sent no {fmt} body: {compressed}"
+            if compressed
+            else f"provider sent invalid UTF-8 in its {fmt} stream {where}"
         ) from None
 
 

@@ -26,6 +26,7 @@ from metis.wire.builder import MessageBuilder
 from metis.wire.http_errors import body_excerpt, http_error, json_body, says_context_overflow
 from metis.wire.opaque import merge_fragment
 from metis.wire.read import (
+    counts_of,
     malformed,
     object_value,
     optional_list,
@@ -33,6 +34,7 @@ from metis.wire.read import (
     required_object,
     required_text,
     text_value,
+    token_count,
 )
 
 _TEXT, _THINKING = "text", "thinking"
@@ -44,6 +46,8 @@ _CAPABILITY = re.compile(
     re.IGNORECASE,
 )
 _MISSING_MODEL = re.compile(r"model ['\"]([^'\"]+)['\"] not found", re.IGNORECASE)
+_RATE_LIMITED = re.compile(r"too many requests|rate.?limit|usage limit|\b429\b", re.I)
+"""What Ollama (its cloud models: "you've reached your weekly usage limit") answers with a 429."""
 _OUT_OF_MEMORY = re.compile(r"requires more system memory|out of memory|unable to allocate", re.I)
 
 
@@ -157,9 +161,10 @@ class OllamaStreamParser:
         self._done = True
         prompt, output = obj.get("prompt_eval_count"), obj.get("eval_count")
         if prompt is not None or output is not None:
-            self._builder.usage(
-                _count(prompt, "prompt_eval_count"), _count(output, "eval_count"), 0, 0
-            )
+            with counts_of(self._builder):
+                self._builder.usage(
+                    _count(prompt, "prompt_eval_count"), _count(output, "eval_count"), 0, 0
+                )
         self._builder.stop(stop_reason(obj.get("done_reason"), self._calls > 0))
         self._builder.finish()
 
@@ -198,7 +203,7 @@ def _count(value: Any, field: str) -> int:
         return 0
     if value.__class__ is not int:
         raise malformed(field, "a whole number", value)
-    return int(value)
+    return token_count(value, field)
 
 
 def _dump(obj: Any) -> str:
@@ -239,6 +244,8 @@ def _error(
         shown = f"{message}; pull it first: `ollama pull {model}`"
     elif "server busy" in message:
         cls = ErrorClass.OVERLOADED  # 503 when the server's request queue is full
+    elif status is None and _RATE_LIMITED.search(message):
+        cls = ErrorClass.RATE_LIMIT  # in a stream: no 429 to say it
     elif _OUT_OF_MEMORY.search(message):
         cls, retryable = ErrorClass.SERVER_ERROR, False  # the model does not fit: retrying won't
     elif status in (None, 400) and says_context_overflow(message):

@@ -36,6 +36,7 @@ from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
 from metis.wire.opaque import place_of
 from metis.wire.read import (
+    counts_of,
     list_value,
     malformed,
     object_value,
@@ -183,33 +184,38 @@ def read_usage(
     ``reasoning_apart``: ``completion_tokens`` leaves the reasoning tokens out (xAI), so they
     are added to make the output count; so they are too where ``total_tokens`` shows it
     (prompt + completion + reasoning: xAI's counts relayed by another endpoint)."""
-    details = object_value(usage.get("prompt_tokens_details") or {}, "usage.prompt_tokens_details")
-    provider = builder.provider
-    cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
-    if not cached and usage.get("prompt_cache_hit_tokens"):  # DeepSeek's own field
-        hit = usage["prompt_cache_hit_tokens"]
-        cached = token_count(hit, "prompt_cache_hit_tokens", provider)
-    written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
-    prompt = token_count(usage.get("prompt_tokens") or 0, "prompt_tokens", provider)
-    if cached > prompt:  # a count that leaves the cached tokens out (Azure AI Foundry's Grok)
-        prompt += cached
-    uncached, cached, written = split_input(prompt, cached, written)
-    output = object_value(
-        usage.get("completion_tokens_details") or {}, "usage.completion_tokens_details"
-    )
-    reasoning = token_count(output.get("reasoning_tokens") or 0, "reasoning_tokens", provider)
-    completion = token_count(usage.get("completion_tokens") or 0, "completion_tokens", provider)
-    total = usage.get("total_tokens")
-    if reasoning and total == prompt + completion + reasoning:
-        reasoning_apart = True
-    builder.usage(
-        input_tokens=uncached,
-        output_tokens=completion + reasoning if reasoning_apart else completion,
-        cached_input_tokens=cached,
-        cache_creation_input_tokens=written,
-        reasoning_tokens=reasoning,
-        service_tier=service_tier(tier),
-    )
+    builder.usage(service_tier=service_tier(tier))
+    with counts_of(builder):
+        details = object_value(
+            usage.get("prompt_tokens_details") or {}, "usage.prompt_tokens_details"
+        )
+        provider = builder.provider
+        cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
+        if not cached and usage.get("prompt_cache_hit_tokens"):  # DeepSeek's own field
+            hit = usage["prompt_cache_hit_tokens"]
+            cached = token_count(hit, "prompt_cache_hit_tokens", provider)
+        written = token_count(
+            details.get("cache_write_tokens") or 0, "cache_write_tokens", provider
+        )
+        prompt = token_count(usage.get("prompt_tokens") or 0, "prompt_tokens", provider)
+        if cached > prompt:  # a count that leaves the cached tokens out (Azure AI Foundry's Grok)
+            prompt += cached
+        uncached, cached, written = split_input(prompt, cached, written)
+        output = object_value(
+            usage.get("completion_tokens_details") or {}, "usage.completion_tokens_details"
+        )
+        reasoning = token_count(output.get("reasoning_tokens") or 0, "reasoning_tokens", provider)
+        completion = token_count(usage.get("completion_tokens") or 0, "completion_tokens", provider)
+        total = usage.get("total_tokens")
+        if reasoning and total == prompt + completion + reasoning:
+            reasoning_apart = True
+        builder.usage(
+            input_tokens=uncached,
+            output_tokens=completion + reasoning if reasoning_apart else completion,
+            cached_input_tokens=cached,
+            cache_creation_input_tokens=written,
+            reasoning_tokens=reasoning,
+        )
 
 
 def tool_call_id(item: dict[str, Any]) -> str:

@@ -58,7 +58,9 @@ from metis.wire.openai_responses import xai_tools as xai
 from metis.wire.openai_responses.calls import CALLS, INPUT_DONE, CallInputs
 from metis.wire.openai_responses.custom import CUSTOM_CALL
 from metis.wire.openai_responses.errors import body_error, cut_while_pending
+from metis.wire.openai_responses.usage import read_counts
 from metis.wire.read import (
+    counts_of,
     list_value,
     malformed,
     object_value,
@@ -67,9 +69,7 @@ from metis.wire.read import (
     required_index,
     required_object,
     required_text,
-    split_input,
     text_value,
-    token_count,
 )
 
 _TEXT_DELTA = "response.output_text.delta"
@@ -360,20 +360,8 @@ def read_usage(
     builder.usage(server_tools=server.requests_made(items))
     if not usage:
         return
-    details = object_value(usage.get("input_tokens_details") or {}, "usage.input_tokens_details")
-    provider = builder.provider
-    cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
-    written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
-    total = token_count(usage.get("input_tokens") or 0, "input_tokens", provider)
-    uncached, cached, written = split_input(total, cached, written)
-    detail = object_value(usage.get("output_tokens_details") or {}, "usage.output_tokens_details")
-    builder.usage(
-        input_tokens=uncached,
-        output_tokens=usage.get("output_tokens") or 0,
-        cached_input_tokens=cached,
-        cache_creation_input_tokens=written,
-        reasoning_tokens=detail.get("reasoning_tokens") or 0,
-    )
+    with counts_of(builder):
+        read_counts(builder, usage)
 
 
 def _identity(response: dict[str, Any]) -> tuple[str | None, str | None]:

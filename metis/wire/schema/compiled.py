@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from metis.errors import StackError
 from metis.model.stop import StopKind
-from metis.wire.read import MAX_TOKEN_COUNT, malformed
+from metis.wire.read import MAX_TOKEN_COUNT, UntrueCount, malformed, negative
 from metis.wire.schema.paths import (
     WILDCARD,
     Getter,
@@ -311,7 +311,7 @@ def _counter(paths: Paths | None) -> Counter:
             value = get(usage)
             if value is not None:
                 if value.__class__ is not int or not 0 <= value <= MAX_TOKEN_COUNT:
-                    raise malformed(f"usage.{'.'.join(map(str, path))}", _A_COUNT, value)
+                    raise _not_a_count(f"usage.{'.'.join(map(str, path))}", value)
                 total = (total or 0) + value
         return total
 
@@ -321,11 +321,15 @@ def _counter(paths: Paths | None) -> Counter:
             value = usage.get(key)
             if value is not None:
                 if value.__class__ is not int or not 0 <= value <= MAX_TOKEN_COUNT:
-                    raise malformed(f"usage.{key}", _A_COUNT, value)
+                    raise _not_a_count(f"usage.{key}", value)
                 total = (total or 0) + value
         return total
 
     return count_keys if len(keys) == len(compiled) else count
+
+
+def _not_a_count(field: str, value: Any) -> Exception:
+    return UntrueCount(field, value) if negative(value) else malformed(field, _A_COUNT, value)
 
 
 def _explain(exc: ValidationError) -> str:

@@ -7,19 +7,20 @@ from typing import Any
 from metis.model.content import Base64ImageSource, ImageBlock
 from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
-from metis.wire.read import malformed, split_input
+from metis.wire.read import counts_of, malformed, split_input
 from metis.wire.schema.compiled import Reading
 
 
 def read_usage(r: Reading, usage: dict[str, Any], builder: MessageBuilder) -> None:
     """A response's (or the last chunk's) usage, given to ``builder``."""
-    tokens = r.input_tokens(usage)
-    cached = r.cached(usage)
-    created = r.created(usage)
-    if tokens is not None and r.schema.input_includes_cached:
-        tokens, cached, created = split_input(tokens, cached or 0, created or 0)
+    with counts_of(builder):
+        tokens = r.input_tokens(usage)
+        cached = r.cached(usage)
+        created = r.created(usage)
+        if tokens is not None and r.schema.input_includes_cached:
+            tokens, cached, created = split_input(tokens, cached or 0, created or 0)
+        builder.usage(tokens, r.output_tokens(usage), cached, created, r.reasoning(usage))
     tier = next((usage[key] for key in r.service_tier if key in usage), None)
-    builder.usage(tokens, r.output_tokens(usage), cached, created, r.reasoning(usage))
     builder.usage(service_tier=service_tier(tier))
 
 
