@@ -138,7 +138,6 @@ def asked(model: str, history: list[Message]) -> CanonicalRequest:
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(strict=True, reason="tool_ids does not yet apply Mistral's rule per model")
 @pytest.mark.parametrize("earlier", ["openrouter:openai/gpt-4o", "anthropic:claude-sonnet-4-5"])
 async def test_a_conversation_swapped_to_a_mistral_model_on_openrouter_goes_on(
     earlier: str,
