@@ -44,11 +44,25 @@ def rules_dialect(options: dict[str, Any]) -> str | None:
     return RULES_DIALECT.get(rules, rules) if isinstance(rules, str) else None
 
 
+class ToolIdRule(BaseModel):
+    """The ids of the models a ``tool_ids`` ``models`` key names."""
+
+    model_config = _FROZEN
+
+    prefix: str = Field(default="", description="how these models' ids begin")
+    max_length: int = Field(ge=8)
+
+
 class ToolIdsOptions(BaseModel):
     model_config = _FROZEN
 
     prefix: str = Field(default="call_", description="how this provider's ids begin")
     max_length: int = Field(default=40, ge=8)
+    models: dict[str, ToolIdRule] = Field(
+        default={},
+        description="a rule of its own for the models whose wire id begins with the key (the "
+        "longest key wins): a service passing a model's own id rule through",
+    )
     reuse_issued_ids: bool = Field(
         default=True,
         description="send back the ids the provider issued; false for a provider that "

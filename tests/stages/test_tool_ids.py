@@ -401,11 +401,79 @@ async def test_the_stage_options_limit_the_length() -> None:
     assert len(uses[0]) == 12 and uses[0].startswith("toolu_")
 
 
+MISTRAL_RULE = {"prefix": "", "max_length": 9}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("model", "pattern"),
+    [
+        ("bedrock:mistral.mistral-large-2402-v1:0", r"[a-zA-Z0-9]{9}"),
+        ("bedrock:us.mistral.pixtral-large-2502-v1:0", r"[a-zA-Z0-9]{9}"),
+        ("bedrock:us.anthropic.claude-sonnet-4-5-v1:0", r"tooluse_[0-9A-Z]{26}"),
+        ("bedrock:us.mistralish", r"tooluse_[0-9A-Z]{26}"),  # "us.mistral." is not its start
+    ],
+)
+async def test_a_model_with_a_rule_of_its_own_gets_ids_by_it(model: str, pattern: str) -> None:
+    """Bedrock's stack: Mistral's models, as such or in a cross-region profile, get Mistral's
+    9 of [a-zA-Z0-9]; the others Converse's ids; the reply's ids still come back canonical."""
+    rules = {"mistral.": MISTRAL_RULE, "us.mistral.": MISTRAL_RULE}
+    stage = bound(ToolIds(prefix="tooluse_", max_length=64, models=rules))
+    call = make_call("bedrock", model)
+    seen, out = await drive(
+        stage, _history(new_tool_id()), call, _tool_events(("aB3xK9mP2", "f", {}))
+    )
+    uses, results = _wire_ids(seen[0])
+    assert uses == results and re.fullmatch(pattern, uses[0])
+    [cid] = _final_tool_ids(out)
+    assert cid.startswith("tu_")
+
+
+@pytest.mark.anyio
+async def test_the_longest_model_key_wins() -> None:
+    rules = {"mistralai/": MISTRAL_RULE, "mistralai/codestral": {"prefix": "c", "max_length": 12}}
+    stage = bound(ToolIds(models=rules))
+    seen, _ = await drive(
+        stage, _history("x"), make_call("openrouter", "openrouter:mistralai/codestral-2")
+    )
+    assert re.fullmatch(r"c[0-9a-f]{11}", _wire_ids(seen[0])[0][0])
+
+
+@pytest.mark.anyio
+async def test_ids_another_model_issued_never_reach_a_model_with_a_rule_of_its_own() -> None:
+    """OpenRouter: an OpenAI model's ``call_...`` ids are remembered for the session, then the
+    conversation goes to a Mistral model, which is sent ids by Mistral's rule; each model gets
+    back the ids it issued."""
+    store = InMemoryToolIdStore()
+    stage = bound(ToolIds(prefix="call_", models={"mistralai/": MISTRAL_RULE}), store=store)
+    gpt, mistral = (
+        make_call("openrouter", "openrouter:openai/gpt-4o"),
+        make_call("openrouter", "openrouter:mistralai/mistral-large"),
+    )
+    g_cid = await _mint(gpt, "call_B", stage)
+    m_cid = await _mint(mistral, "aB3xK9mP2", stage)
+    request = _request(
+        Message.user("go"),
+        Message.assistant(ToolUseBlock(id=g_cid, name="x")),
+        Message.tool(ToolResultBlock(tool_use_id=g_cid)),
+        Message.assistant(ToolUseBlock(id=m_cid, name="y")),
+        Message.tool(ToolResultBlock(tool_use_id=m_cid)),
+    )
+    to_mistral, _ = await drive(stage, request, mistral)
+    to_gpt, _ = await drive(stage, request, gpt)
+    assert _wire_ids(to_mistral[0]) == ([derive_provider_tool_id(g_cid, "", 9), "aB3xK9mP2"],) * 2
+    assert _wire_ids(to_gpt[0]) == (["call_B", "call_" + m_cid[3:]],) * 2
+
+
 def test_bad_options_are_refused_at_assembly() -> None:
     with pytest.raises(StackError, match="max_length"):
         ToolIds(max_length=3)
     with pytest.raises(StackError, match="unknown option"):
         ToolIds(prefx="call_")
+    with pytest.raises(StackError, match="max_length"):
+        ToolIds(models={"mistralai/": {"max_length": 3}})
+    with pytest.raises(StackError, match="prefx"):
+        ToolIds(models={"mistralai/": {"prefx": "", "max_length": 9}})
 
 
 @pytest.mark.anyio

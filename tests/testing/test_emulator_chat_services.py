@@ -2,7 +2,8 @@
 (metis/testing/emulator/formats/chat_services.py): a stream carries its usage whatever
 ``stream_options`` says (Mistral's on the chunk with the ``finish_reason``, OpenRouter's in a
 last chunk of its own), and Mistral issues and takes back only tool call ids of exactly 9 of
-``[a-zA-Z0-9]``; OpenAI's path is as before."""
+``[a-zA-Z0-9]``, on its own path and on OpenRouter's for ``mistralai/`` models; OpenAI's path
+is as before."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 
 from metis import AdapterConfig, CanonicalRequest, Message, ToolDefinition, build_adapter
 from metis.model import MessageComplete, ToolResultBlock, ToolUseBlock
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.testing.emulator import Emulator, text, tools
 
 MISTRAL_ID = re.compile(r"[a-zA-Z0-9]{9}")
@@ -110,6 +112,62 @@ def test_mistral_refuses_a_tool_call_id_that_is_not_nine_letters_and_digits(
         "/v1/chat/completions", json=answered("aB3xK9mP2", "mistral-large-latest"), headers=auth
     )
     assert nine.status_code == 200
+
+
+def test_openrouter_holds_a_mistral_model_to_mistrals_tool_call_ids(http: httpx.Client) -> None:
+    """OpenRouter passes Mistral's rule through for its models (openclaw/openclaw#57672): the ids
+    issued are Mistral's, another one given back is Mistral's 400; other models take any id."""
+    auth, path = {"authorization": "Bearer k"}, "/api/v1/chat/completions"
+    body = {"model": "mistralai/mistral-large", "messages": [{"role": "user", "content": "hi"}]}
+    [call] = http.post(path, json=body, headers=auth).json()["choices"][0]["message"]["tool_calls"]
+    assert MISTRAL_ID.fullmatch(call["id"])
+    refused = http.post(path, json=answered("call_abc123", "mistralai/mistral-large"), headers=auth)
+    assert refused.status_code == 400
+    said = "Tool call id was call_abc123 but must be a-z, A-Z, 0-9, with a length of 9."
+    assert refused.json()["error"]["message"] == said
+    taken = http.post(path, json=answered("call_abc123", "openai/gpt-4o"), headers=auth)
+    assert taken.status_code == 200, taken.text
+    nine = http.post(path, json=answered("aB3xK9mP2", "mistralai/mistral-large"), headers=auth)
+    assert nine.status_code == 200, nine.text
+
+
+def asked(model: str, history: list[Message]) -> CanonicalRequest:
+    return CanonicalRequest(
+        model=model, messages=history, tools=[WEATHER], max_output_tokens=200, session_id="s1"
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("earlier", ["openrouter:openai/gpt-4o", "anthropic:claude-sonnet-4-5"])
+async def test_a_conversation_swapped_to_a_mistral_model_on_openrouter_goes_on(
+    earlier: str,
+) -> None:
+    """Earlier turns with another provider's tool ids (an OpenAI model's on OpenRouter, remembered
+    for the session; a Claude's), then ``openrouter:mistralai/mistral-large``: the ids sent are
+    ones Mistral takes, and the reply's calls come back with canonical ids."""
+    emulator = Emulator(
+        model=[tools(("weather", {"city": "Oslo"})), text("Sunny."), tools(("weather", {}))],
+        models="any",
+    )
+    config = AdapterConfig(api_key="k", max_retries=0, base_url=emulator.url)
+    config = config.model_copy(update={"http_client": emulator.client()})
+    history = [Message.user("Weather in Oslo?")]
+    store = InMemoryToolIdStore()
+    async with build_adapter(earlier.split(":")[0], config, tool_id_store=store) as first:
+        final = await first.complete(asked(earlier, history))
+    [call] = [b for b in final.content if isinstance(b, ToolUseBlock)]
+    history += [
+        Message.assistant(*final.content),
+        Message.tool(ToolResultBlock(tool_use_id=call.id, content="sunny")),
+    ]
+    async with build_adapter("openrouter", config, tool_id_store=store) as adapter:
+        model = "openrouter:mistralai/mistral-large"
+        reply = await adapter.complete(asked(model, history))
+    assert [r.status for r in emulator.requests] == [200, 200]
+    sent = emulator.requests[-1].json()["messages"]
+    given = [c["id"] for m in sent for c in m.get("tool_calls") or []]
+    assert given and all(MISTRAL_ID.fullmatch(i) for i in given)
+    assert all(b.id.startswith("tu_") for b in reply.content if isinstance(b, ToolUseBlock))
 
 
 @pytest.mark.anyio

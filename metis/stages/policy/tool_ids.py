@@ -101,15 +101,27 @@ class ToolIds(EventHook[CanonicalRequest]):
         if not canonical:
             return {}
         known: dict[str, str] | None = {}
+        prefix, limit, space = self.rule(call)
         if call.session_id and self.options.reuse_issued_ids:
             store = self._store_or_fail()
-            read = partial(_known_ids, store, call.session_id, call.provider, canonical)
+            read = partial(_known_ids, store, call.session_id, space, canonical)
             known = await _store_call(call, self._sink, "read", read)
         known = known or {}
-        prefix, limit = self.options.prefix, self.options.max_length
         return {
             cid: known.get(cid) or derive_provider_tool_id(cid, prefix, limit) for cid in canonical
         }
+
+    def rule(self, call: Call) -> tuple[str, int, str]:
+        """The prefix and length limit of the ids for this call's model, and the name the
+        store keeps them under: a model with a rule of its own (``models``) has its ids kept
+        apart from the provider's others, so no id another model issued reaches it."""
+        options = self.options
+        keys = [key for key in options.models if call.wire_model.startswith(key)]
+        if not keys:
+            return options.prefix, options.max_length, call.provider
+        key = max(keys, key=len)
+        rule = options.models[key]
+        return rule.prefix, rule.max_length, f"{call.provider}:{key}"
 
 
 class _Mapping(Watch):
@@ -148,7 +160,8 @@ class _Mapping(Watch):
         if call.session_id and started:
             pairs = {c: p for p, c in started}
             store = self.stage._store_or_fail()
-            remember = partial(store.remember, call.session_id, call.provider)
+            space = self.stage.rule(call)[2]
+            remember = partial(store.remember, call.session_id, space)
             await _store_call(call, self.stage._sink, "write", partial(remember, pairs))
             if call.cancel.cancelled:  # cancel() said True: the stream ends cancelled
                 return replace(event, stop_reason=StopReason(kind=StopKind.CANCELLED))

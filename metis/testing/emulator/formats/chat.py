@@ -30,6 +30,7 @@ from metis.testing.emulator.formats.chat_services import (
     MISTRAL_ID_LENGTH,
     always_usage,
     is_mistral,
+    mistral_ids,
     usage_on_finish_chunk,
 )
 from metis.testing.emulator.formats.openai import (
@@ -103,6 +104,7 @@ class Chat(OpenAI):
             "reasoning_apart": call.model.startswith("grok"),
             "include_usage": options.get("include_usage") is True or always_usage(body, call),
             "mistral": is_mistral(body, call),
+            "mistral_ids": mistral_ids(body, call),
             "obfuscation": options.get("include_obfuscation", True) is not False,
         }
         fmt = object_at(body, "response_format")
@@ -130,7 +132,7 @@ class Chat(OpenAI):
         for out in reply.calls:
             tool_id = (
                 call.call_id(ids, "", MISTRAL_ID_LENGTH)
-                if call.options["mistral"]
+                if call.options["mistral_ids"]
                 else call.call_id(ids, "call_", 24)
             )
             content.append(ToolUseBlock(id=tool_id, name=out.name, input=out.args))

@@ -9,7 +9,9 @@
   length of 9."
 - OpenRouter (``/api/v1``): a stream always ends with a usage chunk (``choices: []``),
   ``stream_options.include_usage`` or not (its usage-accounting guide: the option is
-  deprecated and has no effect).
+  deprecated and has no effect). A Mistral model there (``mistralai/...``) keeps Mistral's tool
+  call id rule: OpenRouter passes the ids through both ways, so a request giving back another
+  id is Mistral's 400 (openclaw/openclaw#57672).
 """
 
 from __future__ import annotations
@@ -38,6 +40,15 @@ def is_mistral(body: dict[str, Any], call: Any) -> bool:
     return path.startswith("/v1/") and isinstance(model, str) and bool(MISTRAL_MODEL.match(model))
 
 
+def mistral_ids(body: dict[str, Any], call: Any) -> bool:
+    """Whether the model behind the request holds to Mistral's tool call id rule: Mistral's own
+    service, or OpenRouter serving one of Mistral's models."""
+    model = body.get("model")
+    openrouter = path_of(call).startswith("/api/v1/")
+    on_openrouter = openrouter and isinstance(model, str) and model.startswith("mistralai/")
+    return is_mistral(body, call) or on_openrouter
+
+
 def always_usage(body: dict[str, Any], call: Any) -> bool:
     """Whether the service streams the usage whatever ``stream_options`` says."""
     return is_mistral(body, call) or path_of(call).startswith("/api/v1/")
@@ -45,7 +56,7 @@ def always_usage(body: dict[str, Any], call: Any) -> bool:
 
 def check_mistral_tool_ids(body: dict[str, Any], call: Any = None) -> None:
     """Mistral's rule for the tool call ids a request gives back."""
-    if not is_mistral(body, call):
+    if not mistral_ids(body, call):
         return
     for message in body.get("messages") or []:
         if not isinstance(message, dict):
