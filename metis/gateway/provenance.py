@@ -17,7 +17,7 @@ import base64
 import binascii
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from metis.model.content import Message, ProviderRaw, RedactedThinkingBlock, ThinkingBlock
@@ -117,9 +117,15 @@ def same_maker(found: ProviderRaw, made_by: ProviderRaw) -> bool:
 
 def restored(messages: list[Message]) -> list[Message]:
     """``messages`` with each thinking block the gateway handed out given back its maker."""
+    return each_block(messages, _restored)
+
+
+def each_block(messages: list[Message], change: Callable[[Any], Any]) -> list[Message]:
+    """``messages`` with ``change`` applied to every block; a message none of whose blocks it
+    changed (returned as they were) is kept as it was, not copied."""
     out = []
     for message in messages:
-        content = [_restored(block) for block in message.content]
+        content = [change(block) for block in message.content]
         changed = any(new is not old for new, old in zip(content, message.content, strict=True))
         out.append(message.model_copy(update={"content": content}) if changed else message)
     return out

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from metis.gateway.provenance import each_block
 from metis.model.citation import Citation
 from metis.model.content import Message, TextBlock
 from metis.model.server_tools import (
@@ -130,12 +131,7 @@ def written_in(body: dict[str, Any]) -> bool:
 def foreign(messages: list[Message]) -> list[Message]:
     """``messages`` with the server blocks and web citations the gateway wrote read as another
     provider's (no maker: to every model the results go as text, the citations are left out)."""
-    out = []
-    for message in messages:
-        content = [_foreign(block) for block in message.content]
-        changed = any(new is not old for new, old in zip(content, message.content, strict=True))
-        out.append(message.model_copy(update={"content": content}) if changed else message)
-    return out
+    return each_block(messages, _foreign)
 
 
 def _foreign(block: object) -> Any:
