@@ -16,6 +16,7 @@ from starlette.requests import ClientDisconnect, Request
 
 from metis.errors import CancelledError, InvalidRequestError
 from metis.gateway.errors import RequestTimeoutError, RequestTooLargeError
+from metis.wire.compressed import undeclared_compression
 from metis.wire.json_limits import LoneSurrogateError, loads
 
 GZIP, ZLIB_OR_GZIP = 16 + zlib.MAX_WBITS, 32 + zlib.MAX_WBITS
@@ -35,6 +36,9 @@ def parse_body(raw: bytes) -> Any:
     except LoneSurrogateError as exc:  # it would fail once sent on, or written back
         raise InvalidRequestError(f"the request body is not valid: {exc}") from None
     except (ValueError, RecursionError):
+        compressed = undeclared_compression(raw)
+        if compressed is not None:
+            raise InvalidRequestError(f"the request body is not valid JSON: {compressed}") from None
         raise InvalidRequestError("the request body is not valid JSON") from None
 
 

@@ -224,6 +224,25 @@ async def test_bad_bodies_get_the_callers_error_shape(emulator: Emulator) -> Non
                     assert error_of(api, reply) == expect(api, kind, openai), case
 
 
+async def test_a_body_compressed_without_content_encoding_is_said_to_be(
+    emulator: Emulator,
+) -> None:
+    """Before: gzip's bytes sent with no Content-Encoding were "not valid JSON" and no more;
+    now the 400 says the body looks compressed and the header is missing, on every route."""
+    app = create_app(gateway_config(emulator))
+    async with client(app) as gw:
+        for label, api, path, body in each_route():
+            raw = gzip.compress(json.dumps(body).encode())
+            reply = await gw.post(path, content=raw, headers=HEADERS)
+            case = f"{label}: {reply.status_code} {reply.text[:300]}"
+            assert reply.status_code == 400, case
+            assert error_of(api, reply).startswith("invalid_request_error"), case
+            message = reply.json()["error"]["message"]
+            assert "gzip-compressed" in message and "Content-Encoding" in message, case
+        reply = await gw.post("/v1/messages", content=b"{not json", headers=HEADERS)
+        assert "compressed" not in reply.json()["error"]["message"], reply.text
+
+
 @pytest.mark.parametrize(
     ("charset", "encoding", "read"),
     [
