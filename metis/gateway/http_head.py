@@ -12,7 +12,10 @@ uvicorn bounds the wait for a request only on a connection that answered one (it
 timeout, cancelled by the first byte that comes), so a connection that sent nothing, or a head
 sent a byte at a time, was held for good. Here a connection that sends nothing is closed as an
 idle kept-alive one is, and a head not whole within :data:`HEAD_SECONDS` is answered 408 and
-closed.
+closed. A body, which uvicorn waits for as long as the request may run (the gateway's
+``request_timeout_seconds``, 600 s by default: a body sent a byte at a time held a connection
+and a task that long), is bounded as the head is: not whole within :data:`BODY_SECONDS` of
+its head's end, it is answered 408 and the connection closed.
 
 The same protocol mends what uvicorn does with the HTTP around a request (docs/gateway.md, "In
 a container"): a request that is not HTTP/1.1 is a 400 in its API's shape, after the answers
@@ -45,6 +48,10 @@ MAX_HEAD_BYTES = 64 * 1024
 HEAD_SECONDS = 30.0
 """The longest a request line and headers may take to arrive, counted from the connection's
 opening or its last answer."""
+BODY_SECONDS = 120.0
+"""The longest a request's body may take to arrive, counted from the end of its head (the
+time the server spends not reading it, its reads paused, not counted against it). A body of
+32 MiB, the gateway's default ``max_request_bytes``, arrives within it at about 2.3 Mbit/s."""
 
 
 class BoundedHeadProtocol(HttpToolsProtocol):
@@ -70,6 +77,8 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         """A head of the request's framing alone is parsed (:meth:`_not_upgraded`)."""
         self.head_timer: asyncio.TimerHandle | None = None
         """The head awaited: its time running out ends the connection."""
+        self.body_timer: asyncio.TimerHandle | None = None
+        """The body awaited: its time running out ends the connection."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -80,6 +89,7 @@ class BoundedHeadProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._head_arrived()
+        self._body_arrived()
         super().connection_lost(exc)
 
     def on_response_complete(self) -> None:
@@ -111,6 +121,30 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         self.refused = True
         self.transport.close()
 
+    def _body_arrived(self) -> None:
+        if self.body_timer is not None:
+            self.body_timer.cancel()
+            self.body_timer = None
+
+    def _body_late(self) -> None:
+        """The body's time ran out: answered 408 unless its answer has begun; nothing more is
+        read. While the server does not read (its reads paused: a request pipelined behind
+        one still answered, or a body the application has not taken yet), it waits longer."""
+        self.body_timer = None
+        if self.transport.is_closing():
+            return
+        if self.flow.read_paused:
+            self.body_timer = self.loop.call_later(BODY_SECONDS, self._body_late)
+            return
+        cycle = self.cycle
+        if not cycle.response_started:
+            self.transport.write(body_too_slow(self.url))
+        if not cycle.response_complete:  # as a client gone: the application writes no more
+            cycle.disconnected = True
+        cycle.message_event.set()
+        self.refused = True
+        self.transport.close()
+
     def on_message_begin(self) -> None:
         if not self.refused and not self.framing:
             super().on_message_begin()
@@ -139,12 +173,14 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         super().on_headers_complete()
         if self.cycle is not before:  # a request begun (not a WebSocket's handshake)
             self.cycle.transport = _Dropping(self.transport, self.cycle)  # type: ignore[assignment]
+            self.body_timer = self.loop.call_later(BODY_SECONDS, self._body_late)
 
     def on_body(self, body: bytes) -> None:
         if not self.refused:
             super().on_body(body)
 
     def on_message_complete(self) -> None:
+        self._body_arrived()
         if not self.refused:
             super().on_message_complete()
 
@@ -220,6 +256,14 @@ def head_too_slow(path: bytes) -> bytes:
     """The whole 408 answer to a head not whole within :data:`HEAD_SECONDS`."""
     error = RequestTimeoutError(
         f"the request line and headers did not arrive within {HEAD_SECONDS:g} s"
+    )
+    return _refusal(b"408 Request Timeout", error, path)
+
+
+def body_too_slow(path: bytes) -> bytes:
+    """The whole 408 answer to a body not whole within :data:`BODY_SECONDS` of its head."""
+    error = RequestTimeoutError(
+        f"the request body did not arrive within {BODY_SECONDS:g} s of its headers"
     )
     return _refusal(b"408 Request Timeout", error, path)
 

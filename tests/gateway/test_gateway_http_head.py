@@ -234,6 +234,48 @@ def test_a_connection_that_sends_nothing_or_a_head_too_slowly_is_ended(
             assert answer.count(b"HTTP/1.1 200 OK") == (1 if before else 0)
 
 
+def test_a_body_too_slow_is_a_408_in_the_shape_of_its_path_and_the_connection_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: a body sent a byte now and then was waited for as long as the request may run
+    (request_timeout_seconds, 600 s by default), holding its connection and a task. Now a body
+    not whole within BODY_SECONDS of its head's end is a 408 in its API's shape, the only
+    answer, and the connection is closed, on a fresh connection or a kept-alive one. The
+    socket's timeout bounds a hang; nothing is timed."""
+    monkeypatch.setattr("metis.gateway.http_head.BODY_SECONDS", 0.5)
+    app = create_app(gateway_config(Emulator()))
+    chat = json.dumps({"model": "gpt", "messages": [{"role": "user", "content": "Hi"}]})
+    with serving(app) as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        address = (host, int(port))
+        assert exchange(address, request()).startswith(b"HTTP/1.1 200 OK\r\n")  # in time
+        for path, body, kind in (
+            ("/v1/messages", BODY, "timeout_error"),
+            ("/v1/chat/completions", chat.encode(), "invalid_request_error/request_timeout"),
+        ):
+            head = (
+                f"POST {path} HTTP/1.1\r\nhost: gw\r\nx-api-key: {GATEWAY_KEY}\r\n"
+                f"authorization: Bearer {GATEWAY_KEY}\r\ncontent-type: application/json\r\n"
+                f"content-length: {len(body)}\r\n\r\n"
+            ).encode()
+            for before in (b"", request(close=False)):
+                with socket.create_connection(address, timeout=60) as sock:
+                    answer = b""
+                    if before:
+                        sock.sendall(before)
+                        answer = one_answer(sock)
+                    sock.sendall(head + body[:10])
+                    answer += read_until_closed(sock)
+                assert answer.count(b"HTTP/1.1 ") == (2 if before else 1), answer[-500:]
+                late = answer[answer.rfind(b"HTTP/1.1 ") :]
+                reply_head, _, reply = late.partition(b"\r\n\r\n")
+                assert reply_head.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), late
+                assert b"connection: close" in reply_head
+                error = json.loads(reply)["error"]
+                assert "/".join(filter(None, (error["type"], error.get("code")))) == kind
+                assert "body did not arrive" in error["message"], error
+
+
 H2C = (
     b"connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\n"
     b"http2-settings: AAMAAABkAARAAAAAAAIAAAAA\r\n"
