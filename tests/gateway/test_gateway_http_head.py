@@ -5,9 +5,12 @@ HTTP/1.0 request and ``Expect: 100-continue`` are served."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -274,6 +277,43 @@ def test_a_body_too_slow_is_a_408_in_the_shape_of_its_path_and_the_connection_cl
                 error = json.loads(reply)["error"]
                 assert "/".join(filter(None, (error["type"], error.get("code")))) == kind
                 assert "body did not arrive" in error["message"], error
+
+
+def test_a_body_waiting_on_the_server_is_not_refused_for_its_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A request pipelined behind one still answered is not read (uvicorn pauses reading):
+    its body's time running out then is the server's wait, not the client's, so it is waited
+    for longer, and answered once read. Ordered by events, nothing timed: the rest of its
+    body is sent only once its time has run out, and the first answered only then."""
+    monkeypatch.setattr("metis.gateway.http_head.BODY_SECONDS", 0.5)
+    ran_out = threading.Event()
+    late = BoundedHeadProtocol._body_late
+
+    def noted(protocol: BoundedHeadProtocol) -> None:
+        ran_out.set()
+        late(protocol)
+
+    monkeypatch.setattr(BoundedHeadProtocol, "_body_late", noted)
+    gateway = create_app(gateway_config(Emulator()))
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("path") != "/slow":
+            return await gateway(scope, receive, send)
+        await asyncio.to_thread(ran_out.wait, 60)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"slow"})
+
+    with serving(app) as (url, _):  # type: ignore[arg-type]
+        host, port = url.removeprefix("http://").split(":")
+        second = request()
+        with socket.create_connection((host, int(port)), timeout=60) as sock:
+            sock.sendall(b"GET /slow HTTP/1.1\r\nhost: gw\r\n\r\n" + second[:-10])
+            assert ran_out.wait(60)
+            sock.sendall(second[-10:])
+            answer = read_until_closed(sock)
+    assert answer.count(b"HTTP/1.1 200 OK\r\n") == 2, answer[-500:]
+    assert b" 408 " not in answer
 
 
 H2C = (
