@@ -126,7 +126,10 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], set[str]]] = [
         "anthropic",
         "claude-opus-5",
         {"thinking": "xhigh"},
-        {"thinking": {"type": "adaptive"}, "output_config": {"effort": "xhigh"}},
+        {
+            "thinking": {"type": "adaptive", "display": "summarized"},
+            "output_config": {"effort": "xhigh"},
+        },
         set(),
     ),
     (

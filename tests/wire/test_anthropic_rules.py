@@ -120,7 +120,10 @@ def test_disable_parallel_tool_use_is_never_sent_with_tool_choice_none() -> None
 def test_a_model_that_thinks_only_adaptively_is_sent_adaptive_thinking() -> None:
     request = canonical(thinking=ThinkingConfig(budget_tokens=2048))
     sent = encode(request, make_call(model="anthropic:claude-opus-4-7"))
-    assert sent["thinking"] == {"type": "adaptive"} and anthropic_problems(sent) == []
+    assert (
+        sent["thinking"] == {"type": "adaptive", "display": "summarized"}
+        and anthropic_problems(sent) == []
+    )
     older = encode(request, make_call(model="anthropic:claude-sonnet-4-5"))
     assert older["thinking"] == {"type": "enabled", "budget_tokens": 2048}
 
@@ -199,7 +202,7 @@ async def test_thinking_on_an_adaptive_only_model_is_accepted(emulator: Emulator
         update={"model": "anthropic:claude-opus-4-7"}
     )
     response = await adapter.complete(request)
-    assert emulator.requests[-1].json()["thinking"] == {"type": "adaptive"}
+    assert emulator.requests[-1].json()["thinking"] == {"type": "adaptive", "display": "summarized"}
     assert response.content
     await adapter.aclose()
 

@@ -59,14 +59,20 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], set[str]]] = [
         "anthropic",
         "claude-opus-4-7",  # adaptive only, takes xhigh, refuses sampling
         {"thinking": "xhigh", "temperature": 0.5},
-        {"thinking": {"type": "adaptive"}, "output_config": {"effort": "xhigh"}},
+        {
+            "thinking": {"type": "adaptive", "display": "summarized"},
+            "output_config": {"effort": "xhigh"},
+        },
         {"temperature"},
     ),
     (
         "anthropic",
         "claude-sonnet-4-6",  # no xhigh: the nearest, max
         {"thinking": "xhigh"},
-        {"thinking": {"type": "adaptive"}, "output_config": {"effort": "max"}},
+        {
+            "thinking": {"type": "adaptive", "display": "summarized"},
+            "output_config": {"effort": "max"},
+        },
         {"reasoning"},
     ),
     (

@@ -1,11 +1,12 @@
 """Thinking and sampling as a Claude model takes them (Anthropic, Bedrock and Vertex alike).
 
-Thinking: ``{type: enabled, budget_tokens}`` for a budget; ``{type: adaptive}`` with
-``output_config.effort`` for an effort (``low``, ``medium``, ``high``, ``xhigh``, ``max``),
-or a budget from the table of docs/reasoning.md where the model takes no adaptive thinking;
-``{type: disabled}`` for effort ``none``. With thinking on, Anthropic takes only temperature 1,
-top_p from 0.95 and no top_k (:mod:`metis.wire.anthropic.rules`): any other is left out with a
-warning.
+Thinking: ``{type: enabled, budget_tokens}`` for a budget; ``{type: adaptive, display:
+summarized}`` with ``output_config.effort`` for an effort (``low``, ``medium``, ``high``,
+``xhigh``, ``max``), or a budget from the table of docs/reasoning.md where the model takes no
+adaptive thinking; ``{type: disabled}`` for effort ``none``. ``display`` left out is
+``omitted`` from Claude Opus 4.7 on: thinking blocks would come back as a signature with no
+text. With thinking on, Anthropic takes only temperature 1, top_p from 0.95 and no top_k
+(:mod:`metis.wire.anthropic.rules`): any other is left out with a warning.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from metis.wire.knobs.forms import budget_of
 
 _ANTHROPIC_EFFORTS = {"minimal": "low"}
 """Anthropic has no ``minimal``: it is ``low``."""
+ADAPTIVE = {"type": "adaptive", "display": "summarized"}
 
 
 def thinking_fields(thinking: ThinkingConfig, max_tokens: int, wire_model: str) -> dict[str, Any]:
@@ -28,9 +30,9 @@ def thinking_fields(thinking: ThinkingConfig, max_tokens: int, wire_model: str) 
     modes = model_traits(wire_model).thinking_modes
     if thinking.effort is not None and "adaptive" in modes:
         effort = _ANTHROPIC_EFFORTS.get(thinking.effort, thinking.effort)
-        return {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
+        return {"thinking": dict(ADAPTIVE), "output_config": {"effort": effort}}
     if "enabled" not in modes:
-        return {"thinking": {"type": "adaptive"}}
+        return {"thinking": dict(ADAPTIVE)}
     ceiling = (
         None if thinking.budget_tokens is not None else max(max_tokens - 1, MIN_THINKING_BUDGET)
     )

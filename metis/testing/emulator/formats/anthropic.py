@@ -35,6 +35,7 @@ from metis.testing.emulator.formats.compaction import (
     read_breakpoints,
     read_tokens,
 )
+from metis.testing.emulator.formats.knobs_rules import thinking_shown
 from metis.testing.emulator.model import Prompt, Reply
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.server_tools import anthropic_blocks, anthropic_citations
@@ -208,8 +209,9 @@ class Anthropic(Format):
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:
         content: list[ContentBlock] = []
         if reply.thinking:
-            sig = signature(SIGNATURE_KIND, reply.thinking)
-            content.append(ThinkingBlock(thinking=reply.thinking, signature=sig))
+            shown = reply.thinking if thinking_shown(call.body) else ""
+            sig = signature(SIGNATURE_KIND, shown)
+            content.append(ThinkingBlock(thinking=shown, signature=sig))
         for server in reply.server:
             blocks = anthropic_blocks(server, "srvtoolu_01" + ids.token(22, "b58"))
             content += [canonical(b) for b in blocks]

@@ -66,6 +66,21 @@ def check_openai(body: dict[str, Any], call: Any) -> None:
             )
 
 
+DISPLAYS = ("summarized", "omitted")
+
+
+def thinking_shown(body: dict[str, Any]) -> bool:
+    """Whether a Messages reply's thinking blocks hold their text: ``display`` says, else the
+    model's default, ``omitted`` (the signature alone) on the adaptive-only models (Claude
+    Opus 4.7 on, the Claude 5 models), ``summarized`` before them."""
+    thinking = body.get("thinking")
+    display = thinking.get("display") if isinstance(thinking, dict) else None
+    if display is not None:
+        return bool(display == "summarized")
+    profile, _ = _model_facts("anthropic", str(body.get("model", "")))
+    return not (profile is not None and profile.form == "adaptive" and profile.budget_min is None)
+
+
 def check_anthropic(body: dict[str, Any], call: Any) -> None:
     """Messages API: the sampling a model refuses, the thinking types and effort levels it
     has."""
@@ -81,6 +96,9 @@ def check_anthropic(body: dict[str, Any], call: Any) -> None:
     kind = thinking.get("type") if isinstance(thinking, dict) else None
     if profile is not None and profile.form == "budget" and kind == "adaptive":
         raise Refused("thinking.type: 'adaptive' is not supported for this model; use 'enabled'")
+    display = thinking.get("display") if isinstance(thinking, dict) else None
+    if display is not None and display not in DISPLAYS:
+        raise Refused(f"thinking.display: Input should be {' or '.join(map(repr, DISPLAYS))}")
     output_config = body.get("output_config")
     effort = output_config.get("effort") if isinstance(output_config, dict) else None
     if effort is None:
