@@ -114,6 +114,21 @@ def test_anthropic_documents_by_each_source(stream: bool) -> None:
     assert call.dropped == []
 
 
+def test_anthropic_a_file_id_source_sends_the_files_beta_header() -> None:
+    """A ``source: {type: file}`` block is the Files API's: Messages took it only with
+    ``anthropic-beta: files-api-2025-04-14`` ("Input tag 'file' found using 'type' does not
+    match any of the expected tags" without, anthropics/anthropic-sdk-ruby#127, #99; the
+    Files API page), and requests that still send it keep working since it is GA. In the
+    message or in a tool result alike; a body without one sends no beta."""
+    doc = DocumentBlock.from_file_id("file_011CNha8iCJcU1wXNR6q4V8w", provider="anthropic")
+    beta = {"anthropic-beta": "files-api-2025-04-14"}
+    for request in (_ask(doc), _tool_loop(doc)):
+        body = anthropic.encode(request, recording_call())
+        assert anthropic.codec.headers_for(body) == beta  # type: ignore[attr-defined]
+    plain = anthropic.encode(_ask(REPORT), recording_call())
+    assert anthropic.codec.headers_for(plain) == {}  # type: ignore[attr-defined]
+
+
 def test_anthropic_plain_text_given_as_base64_goes_as_a_text_source() -> None:
     doc = DocumentBlock.from_bytes("café".encode(), "text/plain")
     body = anthropic.encode(_ask(doc), recording_call())

@@ -35,8 +35,8 @@ from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.anthropic import server_tools
 from metis.wire.anthropic.cache import WireMessages, hinted_blocks
+from metis.wire.anthropic.documents import FILES_BETA, document, names_files
 from metis.wire.anthropic.documents import At as _At
-from metis.wire.anthropic.documents import document
 from metis.wire.anthropic.knobs import sampling_fields, thinking_fields
 from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
 from metis.wire.closed_schema import closed_schema_or_reason, strict_input_schema
@@ -227,10 +227,13 @@ class AnthropicCodec:
 
     @staticmethod
     def headers_for(body: dict[str, Any]) -> dict[str, str]:
-        """The ``anthropic-beta`` header the body's server tools and compaction need."""
+        """The ``anthropic-beta`` header the body's server tools, compaction and Files API
+        ids need."""
         betas = [server_tools.beta_header(body.get("tools") or [])]
         if anthropic_asks(body):
             betas.append(ANTHROPIC_BETA)
+        if names_files(body):
+            betas.append(FILES_BETA)
         beta = ",".join(b for b in betas if b)
         return {"anthropic-beta": beta} if beta else {}
 

@@ -22,6 +22,8 @@ from metis.wire.codec import EncodeContext
 from metis.wire.media import cannot_carry
 
 PDF = "application/pdf"
+FILES_BETA = "files-api-2025-04-14"
+"""What a ``source: {type: file}`` needs (the Files API page); harmless once it is GA."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,3 +75,18 @@ def document_source(block: DocumentBlock) -> dict[str, Any] | str:
             return "its text/plain data is not UTF-8 text"
         return {"type": "text", "media_type": "text/plain", "data": text}
     return f"Anthropic takes PDF and plain-text documents, not {media_type}"
+
+
+def names_files(body: dict[str, Any]) -> bool:
+    """Whether a block of the body's messages (or of a tool result in them) gives its source
+    as a Files API id."""
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            inner = block.get("content") if isinstance(block, dict) else None
+            nested = inner if isinstance(inner, list) else ()
+            for one in (block, *nested):
+                source = one.get("source") if isinstance(one, dict) else None
+                if isinstance(source, dict) and source.get("type") == "file":
+                    return True
+    return False
