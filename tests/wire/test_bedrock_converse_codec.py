@@ -330,9 +330,13 @@ def test_a_streamed_negative_count_makes_the_usage_estimated() -> None:
 
 
 def test_a_guardrail_stop_is_a_content_filter_and_unknown_reasons_are_kept_raw() -> None:
+    """``model_context_window_exceeded`` (a Converse ``StopReason`` value: the reply was cut
+    where the context filled) is ``max_tokens`` as on Anthropic's Messages API, so the same
+    Claude reply ends the same way on either platform."""
     for raw, kind in [
         ("guardrail_intervened", StopKind.CONTENT_FILTER),
-        ("model_context_window_exceeded", StopKind.PROVIDER_SPECIFIC),
+        ("model_context_window_exceeded", StopKind.MAX_TOKENS),
+        ("malformed_model_output", StopKind.PROVIDER_SPECIFIC),
     ]:
         events = feed(
             [{"messageStart": {}}, {"messageStop": {"stopReason": raw}}, {"metadata": {}}]

@@ -50,6 +50,7 @@ _STOP_KINDS: dict[str, StopKind] = {
     "stop_sequence": StopKind.STOP_SEQUENCE,
     "guardrail_intervened": StopKind.CONTENT_FILTER,
     "content_filtered": StopKind.CONTENT_FILTER,
+    "model_context_window_exceeded": StopKind.MAX_TOKENS,  # as on Anthropic: the context filled
 }
 
 _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
