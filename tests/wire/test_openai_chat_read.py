@@ -373,6 +373,28 @@ def test_deepseeks_cache_hits_are_cache_reads_streamed_and_whole() -> None:
 
 
 @pytest.mark.parametrize(
+    "cache",
+    [
+        {"num_cached_tokens": 768},
+        {"prompt_token_details": {"cached_tokens": 768}},
+        {"prompt_tokens_details": {"cached_tokens": 768}},
+    ],
+    ids=["num_cached_tokens", "prompt_token_details", "prompt_tokens_details"],
+)
+def test_mistrals_cache_hits_are_cache_reads_in_each_of_its_fields(cache: dict[str, Any]) -> None:
+    """Mistral's usage counts cached prompt tokens as ``num_cached_tokens`` (its API reference)
+    or under ``prompt_token_details`` / ``prompt_tokens_details`` (the fields vercel/ai#14889
+    reads, after #14382: every token was read as uncached), inside ``prompt_tokens``."""
+    usage = {"prompt_tokens": 1000, "completion_tokens": 5, **cache}
+    done = parse(body({"content": "hi"}, usage=usage))
+    assert (done.usage.input_tokens, done.usage.cached_input_tokens) == (232, 768)
+    events = stream(
+        [chunk({"content": "x"}, "stop"), {"id": "cmpl-1", "choices": [], "usage": usage}]
+    )
+    assert final(events).usage == done.usage
+
+
+@pytest.mark.parametrize(
     ("completion", "total", "output"),
     [(2, 12 + 2 + 340, 342), (342, 12 + 342, 342), (342, None, 342)],
     ids=["reasoning-apart", "reasoning-inside", "no-total"],

@@ -187,13 +187,14 @@ def read_usage(
     builder.usage(service_tier=service_tier(tier))
     with counts_of(builder):
         details = object_value(
-            usage.get("prompt_tokens_details") or {}, "usage.prompt_tokens_details"
-        )
+            usage.get("prompt_tokens_details") or usage.get("prompt_token_details") or {},
+            "usage.prompt_tokens_details",
+        )  # prompt_token_details: Mistral's other spelling
         provider = builder.provider
         cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
-        if not cached and usage.get("prompt_cache_hit_tokens"):  # DeepSeek's own field
-            hit = usage["prompt_cache_hit_tokens"]
-            cached = token_count(hit, "prompt_cache_hit_tokens", provider)
+        for own in ("prompt_cache_hit_tokens", "num_cached_tokens"):  # DeepSeek's, Mistral's
+            if not cached and usage.get(own):
+                cached = token_count(usage[own], own, provider)
         written = token_count(
             details.get("cache_write_tokens") or 0, "cache_write_tokens", provider
         )
