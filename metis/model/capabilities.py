@@ -27,6 +27,9 @@ class AdapterCapabilities(BaseModel):
     output, none for a model it lacks (Bedrock Converse: the API carries both for every model
     and refuses them for the models without)."""
     supports_stop_sequences: bool = True
+    max_stop_sequences: int | None = Field(default=None, ge=1)
+    """The most stop sequences the API takes in one request (OpenAI 4, Gemini 5); more is an
+    InvalidRequestError before sending. None: no limit known."""
     supports_streaming: bool = True
     supports_streaming_tool_calls: bool = False
     supports_parallel_tool_calls: bool = False

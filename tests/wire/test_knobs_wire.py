@@ -234,6 +234,12 @@ async def test_each_stack_sends_what_its_model_takes_and_warns_of_the_rest(
         ("openai", "gpt-4o", {"temperature": 2.5}, "temperature 2.5"),
         ("openai", "gpt-4o", {"presence_penalty": -3}, "presence_penalty -3"),
         ("gemini", "gemini-2.5-flash", {"frequency_penalty": 2.5}, "frequency_penalty 2.5"),
+        # OpenAI takes at most 4 stop sequences ("Invalid 'stop': array too long",
+        # continuedev/continue#2461), Gemini 5 ("the number of stop_sequences must not
+        # exceed 5", continuedev/continue#2702; GenerationConfig.stopSequences "up to 5")
+        ("openai", "gpt-4o", {"stop_sequences": list("abcde")}, "5 stop sequences"),
+        ("azure", "gpt-4o", {"stop_sequences": list("abcde")}, "at most 4"),
+        ("gemini", "gemini-2.5-flash", {"stop_sequences": list("abcdef")}, "at most 5"),
     ],
 )
 async def test_a_value_out_of_the_providers_range_is_refused_before_sending(
@@ -243,6 +249,30 @@ async def test_a_value_out_of_the_providers_range_is_refused_before_sending(
     with pytest.raises(InvalidRequestError, match=named):
         await adapter.complete(ask(f"{stack}:{model}", max_output_tokens=1000, **settings))
     assert emulator.requests == []
+
+
+@pytest.mark.anyio
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("stack", "model", "count"),
+    [
+        ("openai", "gpt-4o", 4),
+        ("gemini", "gemini-2.5-flash", 5),
+        ("anthropic", "claude-sonnet-4-5", 9),
+    ],
+)
+async def test_as_many_stop_sequences_as_the_provider_takes_are_sent(
+    emulator: Emulator, stack: str, model: str, count: int
+) -> None:
+    stops = [f"<{i}>" for i in range(count)]
+    request = ask(f"{stack}:{model}", max_output_tokens=1000, stop_sequences=stops)
+    await adapter_for(stack, emulator).complete(request)
+    body = sent(emulator)
+    assert stops in (
+        body.get("stop"),
+        body.get("stop_sequences"),
+        at(body, "generationConfig.stopSequences"),
+    )
 
 
 @pytest.mark.anyio

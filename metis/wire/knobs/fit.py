@@ -32,6 +32,10 @@ def fit_request(
         call.warn_dropped(name, reason)
 
     cleared, problems = fit_sampling(request, caps.sampling, caps.reasoning, thinking, warn)
+    ruled = fit_setting_rules(request, caps.setting_rules, cleared, warn)
+    stops = len(ruled.get("stop_sequences", request.stop_sequences))
+    if caps.max_stop_sequences is not None and stops > caps.max_stop_sequences:
+        problems.append(f"{stops} stop sequences given, it takes at most {caps.max_stop_sequences}")
     if problems:
         count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
         raise InvalidRequestError(
@@ -41,7 +45,7 @@ def fit_request(
             retryable=False,
         )
     update.update(cleared)
-    update.update(fit_setting_rules(request, caps.setting_rules, cleared, warn))
+    update.update(ruled)
     return request.model_copy(update=update) if update else request
 
 
