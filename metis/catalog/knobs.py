@@ -25,6 +25,8 @@ which wins. Sources, per family:
   it ignores temperature and the penalties (api-docs.deepseek.com "Thinking Mode");
   ``deepseek-reasoner`` never stops. Amazon Nova 2
   takes low..high and can stop.
+- Mistral: its reasoning models (Small 4, Medium 3.5, Magistral) take ``reasoning_effort``
+  ``none`` or ``high`` only (models.dev#1986, checked live; vercel/ai#13688).
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ def reasoning_profile(info: ModelInfo) -> ReasoningProfile | None:
         profile = _grok(name)
     elif family == "deepseek":
         profile = _deepseek(name)
+    elif family in ("mistral", "magistral"):
+        profile = ReasoningProfile(form="effort", levels=_levels("none", "high"), family="mistral")
     elif family == "nova":
         profile = ReasoningProfile(
             form="effort", levels=_levels("none", "low", "medium", "high"), family="nova"

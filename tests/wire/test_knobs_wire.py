@@ -118,6 +118,20 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], set[str]]] = [
         {"reasoning"},
     ),
     (
+        "mistral",
+        "mistral-small-2603",  # reasoning_effort takes none or high only (models.dev#1986,
+        {"thinking": "medium"},  # live; vercel/ai#13688): medium is its nearest, high
+        {"reasoning_effort": "high"},
+        {"reasoning"},
+    ),
+    (
+        "mistral",
+        "mistral-medium-2604",
+        {"thinking": "none"},
+        {"reasoning_effort": "none"},
+        set(),
+    ),
+    (
         "openai_responses",
         "gpt-5.2",
         {"thinking": {"effort": "xhigh", "summary": "detailed"}, "top_p": 0.5, "seed": 3},

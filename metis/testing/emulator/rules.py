@@ -227,7 +227,7 @@ ROW_KEYS = frozenset(
 )
 
 
-OTHER_ROW_KEYS = {"group": {"group"}, "check": {"check", "example", "says"}}
+OTHER_ROW_KEYS = {"group": {"group"}, "check": {"check", "example", "says", "status"}}
 
 
 @dataclass(frozen=True)

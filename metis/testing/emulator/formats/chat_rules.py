@@ -8,7 +8,10 @@ import re
 from typing import Any
 
 from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
-from metis.testing.emulator.formats.chat_services import check_mistral_tool_ids
+from metis.testing.emulator.formats.chat_services import (
+    check_mistral_effort,
+    check_mistral_tool_ids,
+)
 from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import json_schema_format, strict_schema_problem
 from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
@@ -75,5 +78,6 @@ RULES = table(
         "prompt cache": check_openai_cache,
         "prompt_cache_key": check_prompt_cache_key,
         "mistral tool ids": check_mistral_tool_ids,
+        "mistral reasoning effort": check_mistral_effort,
     },
 )

@@ -6,7 +6,7 @@
   ``stream_options``). A tool call id is exactly 9 of ``[a-zA-Z0-9]``: the ids it issues are,
   and a request with another, in an assistant message's ``tool_calls`` or a tool message's
   ``tool_call_id``, is a 400 "Tool call id was <id> but must be a-z, A-Z, 0-9, with a
-  length of 9."
+  length of 9." Its ``reasoning_effort`` is ``high`` or ``none``, another value a 422.
 - OpenRouter (``/api/v1``): a stream always ends with a usage chunk (``choices: []``),
   ``stream_options.include_usage`` or not (its usage-accounting guide: the option is
   deprecated and has no effect). A Mistral model there (``mistralai/...``) keeps Mistral's tool
@@ -72,6 +72,23 @@ def check_mistral_tool_ids(body: dict[str, Any], call: Any = None) -> None:
                 raise Refused(
                     f"Tool call id was {tool_id} but must be a-z, A-Z, 0-9, with a length of 9."
                 )
+
+
+MISTRAL_EFFORTS = ("high", "none")
+"""The ``reasoning_effort`` values Mistral takes (models.dev#1986, checked live)."""
+
+
+def check_mistral_effort(body: dict[str, Any], call: Any = None) -> None:
+    """Mistral's request schema: ``reasoning_effort`` is ``high`` or ``none`` (a 422, as for
+    any field its schema refuses; the words are this emulator's, in the schema's style)."""
+    effort = body.get("reasoning_effort")
+    if effort is None or effort in MISTRAL_EFFORTS or not is_mistral(body, call):
+        return
+    raise Refused(
+        f"reasoning_effort: Input should be 'high' or 'none' (got {effort!r})",
+        "reasoning_effort",
+        status=422,
+    )
 
 
 def usage_on_finish_chunk(payloads: list[bytes]) -> list[bytes]:
