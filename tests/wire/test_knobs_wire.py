@@ -118,6 +118,25 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], set[str]]] = [
         {"reasoning"},
     ),
     (
+        "bedrock",
+        "us.amazon.nova-2-lite-v1:0",  # Nova 2: reasoningConfig, low..high
+        {"thinking": "xhigh"},
+        {
+            "additionalModelRequestFields.reasoningConfig": {
+                "type": "enabled",
+                "maxReasoningEffort": "high",
+            }
+        },
+        {"reasoning"},
+    ),
+    (
+        "bedrock",
+        "us.amazon.nova-2-lite-v1:0",
+        {"thinking": "none"},
+        {"additionalModelRequestFields.reasoningConfig": {"type": "disabled"}},
+        set(),
+    ),
+    (
         "mistral",
         "mistral-small-2603",  # reasoning_effort takes none or high only (models.dev#1986,
         {"thinking": "medium"},  # live; vercel/ai#13688): medium is its nearest, high
