@@ -7,8 +7,10 @@ state them itself (``reasoning_levels``, ``refuses_sampling``: a models.yaml ``c
 which wins. Sources, per family:
 
 - Claude: adaptive thinking from 4.6, ``xhigh`` and adaptive-only from Opus 4.7 and the 5
-  models, no sampling settings on those (400 "temperature is deprecated for this model");
-  budgets from 1024 and below ``max_tokens``.
+  models (Fable and Mythos among them), no sampling settings on those (400 "temperature is
+  deprecated for this model"); Fable, Mythos and Opus from 5.5 think always (no
+  ``disabled``: AWS's adaptive-thinking page, Anthropic's Opus 5.5 page); budgets from 1024
+  and below ``max_tokens``.
 - OpenAI: ``reasoning_effort`` levels per model (o-series low..high; gpt-5 minimal..high;
   gpt-5.1 none..high; gpt-5.2 and later none..xhigh); reasoning models refuse temperature,
   top_p and the penalties, GPT-5.1 and later take them with effort ``none``.
@@ -45,8 +47,11 @@ from metis.model.knobs import (
 )
 
 _CLAUDE = re.compile(
-    r"claude-(?:(?P<tier>opus|sonnet|haiku)-)?(?P<major>\d+)(?:[-.](?P<minor>\d)(?!\d))?"
+    r"claude-(?:(?P<tier>opus|sonnet|haiku|fable|mythos)-)?(?P<major>\d+)"
+    r"(?:[-.](?P<minor>\d)(?!\d))?"
 )
+_CLAUDE_UNNUMBERED = re.compile(r"claude-(?P<tier>fable|mythos)-(?!\d)")
+"""A Fable or Mythos model named without a version (``claude-mythos-preview``): of the 5s."""
 _CLAUDE_OLD = re.compile(r"claude-(?P<major>\d)-(?P<minor>\d)-(?P<tier>opus|sonnet|haiku)")
 _GPT5 = re.compile(r"gpt-5(?:\.(?P<minor>\d+))?")
 _GEMINI = re.compile(r"gemini-(?P<major>\d+)(?:\.(?P<minor>\d+))?")
@@ -72,9 +77,11 @@ def _name(model_id: str) -> str:
 def reasoning_profile(info: ModelInfo) -> ReasoningProfile | None:
     """How ``info``'s model is asked to reason; None when it does not reason, or when nothing
     is known of how (the request's setting then goes as it is)."""
-    if not info.reasoning:
-        return None
     name, family = _name(info.id), family_of(info.id)
+    if not info.reasoning and not (
+        info.reasoning is None and family == "claude" and _claude_version(name) is not None
+    ):  # a catalog entry silent on reasoning (claude-opus-5): a Claude model's name says
+        return None
     profile = None
     if family == "claude":
         profile = _claude(name, info.max_output_tokens)
@@ -162,8 +169,15 @@ def _claude_sampling_gone(version: tuple[int, int], tier: str | None) -> bool:
 def _claude_version(name: str) -> tuple[tuple[int, int], str | None] | None:
     match = _CLAUDE.search(name) or _CLAUDE_OLD.search(name)
     if match is None:
-        return None
+        unnumbered = _CLAUDE_UNNUMBERED.search(name)
+        return ((5, 0), unnumbered["tier"]) if unnumbered else None
     return (int(match["major"]), int(match["minor"] or 0)), match["tier"]
+
+
+def _claude_always_thinks(version: tuple[int, int], tier: str | None) -> bool:
+    """Fable and Mythos, and Opus from 5.5: thinking cannot be switched off (400
+    "thinking.type.disabled is not supported for this model")."""
+    return tier in ("fable", "mythos") or (tier == "opus" and version >= (5, 5))
 
 
 def _claude(name: str, max_output: int | None) -> ReasoningProfile:
@@ -174,10 +188,13 @@ def _claude(name: str, max_output: int | None) -> ReasoningProfile:
             form="budget", budget_min=1024, budget_max=budget_max, family="anthropic"
         )
     newest = version >= (5, 0) or (tier == "opus" and version >= (4, 7))
-    levels = ("none", "low", "medium", "high", "xhigh", "max") if newest else ()
+    always = _claude_always_thinks(version, tier)
+    levels: tuple[ReasoningEffort, ...] = ("low", "medium", "high", "xhigh", "max")
+    levels = (levels if always else ("none", *levels)) if newest else ()
     return ReasoningProfile(
         form="adaptive",
         levels=_levels(*levels) if newest else _levels("none", "low", "medium", "high", "max"),
+        can_disable=not always,
         budget_min=None if newest else 1024,
         budget_max=None if newest else budget_max,
         family="anthropic",

@@ -170,6 +170,7 @@ def info(provider: str, model: str, **fields: Any) -> ModelInfo:
 
 CLAUDE_4_6 = ("none", "low", "medium", "high", "max")
 CLAUDE_NEWEST = ("none", "low", "medium", "high", "xhigh", "max")
+CLAUDE_ALWAYS = ("low", "medium", "high", "xhigh", "max")
 OFF_TO_HIGH = ("none", "low", "medium", "high")
 
 
@@ -180,6 +181,15 @@ OFF_TO_HIGH = ("none", "low", "medium", "high")
         ("anthropic", "claude-sonnet-4-6", "adaptive", CLAUDE_4_6, True),
         ("anthropic", "claude-opus-4-7", "adaptive", CLAUDE_NEWEST, True),
         ("amazon-bedrock", "us.anthropic.claude-opus-4-7-v1:0", "adaptive", CLAUDE_NEWEST, True),
+        ("anthropic", "claude-opus-5", "adaptive", CLAUDE_NEWEST, True),
+        # Fable and Mythos think always, adaptively (no budget, no "disabled": a 400, AWS's
+        # adaptive-thinking page; zed-industries/zed#58980); so does Opus 5.5 (its what's-new
+        # page: "thinking can't be disabled")
+        ("anthropic", "claude-fable-5", "adaptive", CLAUDE_ALWAYS, False),
+        ("anthropic", "claude-fable-5-1", "adaptive", CLAUDE_ALWAYS, False),
+        ("amazon-bedrock", "anthropic.claude-mythos-5", "adaptive", CLAUDE_ALWAYS, False),
+        ("anthropic", "claude-mythos-preview", "adaptive", CLAUDE_ALWAYS, False),
+        ("anthropic", "claude-opus-5-5", "adaptive", CLAUDE_ALWAYS, False),
         ("openai", "o3", "effort", ("low", "medium", "high"), False),
         ("openai", "gpt-5-mini", "effort", ("minimal", "low", "medium", "high"), False),
         ("openai", "gpt-5.1", "effort", OFF_TO_HIGH, True),
@@ -217,6 +227,14 @@ def test_the_sampling_a_model_refuses_is_known_and_an_entry_may_say_it() -> None
         "top_k",
     )
     assert refused_sampling(info("anthropic", "claude-sonnet-4-6")) == ()
+    assert refused_sampling(info("anthropic", "claude-fable-5")) == (
+        "temperature",
+        "top_p",
+        "top_k",
+    )
+    # a catalog entry that does not say whether a Claude model reasons: its name does
+    unsaid = ModelInfo(provider="anthropic", id="claude-opus-5")
+    assert unsaid.reasoning is None and reasoning_profile(unsaid) is not None
     assert "temperature" in refused_sampling(info("openai", "o3"))
     assert refused_sampling(info("openai", "gpt-5.1", temperature=False)) == ()
     assert refused_sampling(info("x", "mine", refuses_sampling=("seed",))) == ("seed",)

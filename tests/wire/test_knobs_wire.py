@@ -67,6 +67,24 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], set[str]]] = [
     ),
     (
         "anthropic",
+        "claude-fable-5",  # thinks always, adaptively; no sampling (notes' Fable 5 row)
+        {"thinking": "none", "temperature": 0.5},
+        {
+            "thinking": {"type": "adaptive", "display": "summarized"},
+            "output_config": {"effort": "low"},
+            "temperature": None,
+        },
+        {"reasoning", "temperature"},
+    ),
+    (
+        "anthropic",
+        "claude-opus-5",  # a catalog entry silent on reasoning: the name says adaptive
+        {"thinking": 8000},
+        {"thinking": {"type": "adaptive", "display": "summarized"}},
+        set(),
+    ),
+    (
+        "anthropic",
         "claude-sonnet-4-6",  # no xhigh: the nearest, max
         {"thinking": "xhigh"},
         {
