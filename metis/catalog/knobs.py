@@ -174,6 +174,14 @@ def _claude_version(name: str) -> tuple[tuple[int, int], str | None] | None:
     return (int(match["major"]), int(match["minor"] or 0)), match["tier"]
 
 
+def claude_thinks_unasked(model_id: str) -> bool:
+    """Whether a Claude model thinks when the request says nothing of thinking (the 5 models:
+    the Opus 5 migration guide), so switching it off takes ``thinking: {type: disabled}``;
+    before them (Opus 4.7 and 4.8 among them) it thinks only when asked."""
+    found = _claude_version(_name(model_id))
+    return found is not None and found[0] >= (5, 0)
+
+
 def _claude_always_thinks(version: tuple[int, int], tier: str | None) -> bool:
     """Fable and Mythos, and Opus from 5.5: thinking cannot be switched off (400
     "thinking.type.disabled is not supported for this model")."""

@@ -81,3 +81,14 @@ def test_the_emulator_refuses_a_display_the_api_has_not(emulator: Emulator) -> N
     refused = _post(emulator, {"type": "adaptive", "display": "full"})
     assert refused.status_code == 400
     assert "thinking.display" in refused.json()["error"]["message"]
+
+
+def test_the_emulator_refuses_thinking_switched_off_on_a_model_that_always_thinks(
+    emulator: Emulator,
+) -> None:
+    """Claude Fable, Mythos and Opus from 5.5 think always: ``disabled`` is a 400 in the words
+    Anthropic's Opus 5.5 page quotes."""
+    refused = _post(emulator, {"type": "disabled"}, "claude-fable-5")
+    assert refused.status_code == 400
+    assert "thinking.type.disabled" in refused.json()["error"]["message"]
+    assert _post(emulator, {"type": "disabled"}, "claude-opus-5").status_code == 200

@@ -78,6 +78,20 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], set[str]]] = [
     ),
     (
         "anthropic",
+        "claude-opus-4-7",  # adaptive only, off unless asked: "none" sends no thinking
+        {"thinking": "none"},  # (AWS: "disabled" is a 400 on Opus 4.7, Fable 5, Mythos)
+        {"thinking": None, "output_config": None},
+        set(),
+    ),
+    (
+        "anthropic",
+        "claude-opus-5",  # thinks unless told not to: "disabled" (Opus 5 migration guide)
+        {"thinking": "none"},
+        {"thinking": {"type": "disabled"}},
+        set(),
+    ),
+    (
+        "anthropic",
         "claude-opus-5",  # a catalog entry silent on reasoning: the name says adaptive
         {"thinking": 8000},
         {"thinking": {"type": "adaptive", "display": "summarized"}},

@@ -3,7 +3,8 @@
 Thinking: ``{type: enabled, budget_tokens}`` for a budget; ``{type: adaptive, display:
 summarized}`` with ``output_config.effort`` for an effort (``low``, ``medium``, ``high``,
 ``xhigh``, ``max``), or a budget from the table of docs/reasoning.md where the model takes no
-adaptive thinking; ``{type: disabled}`` for effort ``none``. ``display`` left out is
+adaptive thinking; ``{type: disabled}`` for effort ``none`` (no ``thinking`` at all for an
+adaptive-only model that thinks only when asked: Opus 4.7 and 4.8). ``display`` left out is
 ``omitted`` from Claude Opus 4.7 on: thinking blocks would come back as a signature with no
 text. With thinking on, Anthropic takes only temperature 1, top_p from 0.95 and no top_k
 (:mod:`metis.wire.anthropic.rules`): any other is left out with a warning.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from metis.catalog.knobs import claude_thinks_unasked
 from metis.model.request import CanonicalRequest, ThinkingConfig
 from metis.wire.anthropic.rules import MIN_THINKING_BUDGET, model_traits
 from metis.wire.codec import EncodeContext
@@ -25,9 +27,11 @@ ADAPTIVE = {"type": "adaptive", "display": "summarized"}
 
 def thinking_fields(thinking: ThinkingConfig, max_tokens: int, wire_model: str) -> dict[str, Any]:
     """The body's ``thinking`` (and ``output_config.effort``) for ``thinking``."""
-    if thinking.effort == "none":
-        return {"thinking": {"type": "disabled"}}
     modes = model_traits(wire_model).thinking_modes
+    if thinking.effort == "none":
+        if "enabled" not in modes and not claude_thinks_unasked(wire_model):
+            return {}  # Opus 4.7 and 4.8: off unless asked, and "disabled" is a 400 on Bedrock
+        return {"thinking": {"type": "disabled"}}
     if thinking.effort is not None and "adaptive" in modes:
         effort = _ANTHROPIC_EFFORTS.get(thinking.effort, thinking.effort)
         return {"thinking": dict(ADAPTIVE), "output_config": {"effort": effort}}

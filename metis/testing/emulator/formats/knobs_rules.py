@@ -96,6 +96,11 @@ def check_anthropic(body: dict[str, Any], call: Any) -> None:
     kind = thinking.get("type") if isinstance(thinking, dict) else None
     if profile is not None and profile.form == "budget" and kind == "adaptive":
         raise Refused("thinking.type: 'adaptive' is not supported for this model; use 'enabled'")
+    if kind == "disabled" and profile is not None and not profile.can_disable:
+        raise Refused(
+            '"thinking.type.disabled" is not supported for this model. Use '
+            '"thinking.type.adaptive" and "output_config.effort" to control thinking behavior.'
+        )
     display = thinking.get("display") if isinstance(thinking, dict) else None
     if display is not None and display not in DISPLAYS:
         raise Refused(f"thinking.display: Input should be {' or '.join(map(repr, DISPLAYS))}")
