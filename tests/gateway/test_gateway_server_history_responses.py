@@ -5,6 +5,7 @@ through as OpenAI's own items, whose ids it would not find."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -129,3 +130,50 @@ def test_only_the_items_the_gateway_wrote_are_kept_from_passing_through() -> Non
         item = {**own, "type": kind, "id": mark + "1"}
         assert responses_written_in({"input": ["text", item]})
     assert not responses_written_in({"input": "ws_metis_1"})
+
+
+OPENAI_SEARCH = {  # as gpt-5 wrote it, sources included
+    "type": "web_search_call",
+    "id": "ws_0a1b2c3d",
+    "status": "completed",
+    "action": {
+        "type": "search",
+        "query": "latest python",
+        "sources": [{"type": "url", "url": "https://www.python.org/downloads/"}],
+    },
+}
+
+
+@pytest.mark.parametrize("model", ["sonnet", "flash"])
+def test_openais_own_search_item_reaches_another_model_as_text_and_is_named(model: str) -> None:
+    """A ``web_search_call`` OpenAI made, in the history a client sends to Claude or Gemini:
+    no other provider can replay the item, so it is named in ``x-metis-dropped``, and what
+    the search found goes on as text, so the model still knows it."""
+    said = [
+        {"role": "user", "content": "Latest Python?"},
+        OPENAI_SEARCH,
+        {"role": "assistant", "content": "Python 3.14."},
+        {"role": "user", "content": "Where did you read that?"},
+    ]
+    emulator = Emulator(model=["On python.org."], models="any")
+    with _sdk(emulator) as sdk:
+        raw = sdk.responses.with_raw_response.create(model=model, input=said)
+    assert raw.headers["x-metis-path"] == "translated"
+    assert "input[1] (web_search_call)" in raw.headers["x-metis-dropped"]
+    sent = json.dumps(emulator.bodies()[-1])
+    assert "https://www.python.org/downloads/" in sent and "latest python" in sent
+    assert "ws_0a1b2c3d" not in sent
+
+
+def test_openais_own_code_item_without_its_outputs_is_named() -> None:
+    """A ``code_interpreter_call`` with no outputs (not asked for with ``include``): its code
+    goes on as text where the result can say it; the item is named either way."""
+    ran = {"type": "code_interpreter_call", "id": "ci_0a1b", "status": "completed"}
+    ran.update(code="print(6 * 7)", container_id="cntr_1", outputs=[{"type": "logs", "logs": "42"}])
+    said = [{"role": "user", "content": "6 * 7?"}, ran, {"role": "user", "content": "Sure?"}]
+    emulator = Emulator(model=["Yes."], models="any")
+    with _sdk(emulator) as sdk:
+        raw = sdk.responses.with_raw_response.create(model="sonnet", input=said)
+    assert "input[1] (code_interpreter_call)" in raw.headers["x-metis-dropped"]
+    sent = json.dumps(emulator.bodies("anthropic")[-1])
+    assert "print(6 * 7)" in sent and "42" in sent and "ci_0a1b" not in sent
