@@ -76,6 +76,17 @@ def speaks(adapter: Adapter, api: str) -> bool:
     return getattr(provider.part("transport"), "name", None) == HTTP_TRANSPORT
 
 
+def searches(body: dict[str, Any], adapter: Adapter, target: Target) -> bool:
+    """Whether the model takes a Chat request's ``web_search_options`` as it came: one of
+    OpenAI's search models (any other refuses it: "Web search options not supported with this
+    model"), or Perplexity, which always searches (metis/wire/openai_chat/server_tools.py)."""
+    if body.get("web_search_options") is None:
+        return True
+    if "web_search" not in target.capabilities.server_tools:
+        return False
+    return adapter.name == "perplexity" or "search" in adapter.wire_model(target.request_model)
+
+
 class Upstream:
     """Opens passed-through calls; keeps each model's URL and headers."""
 
