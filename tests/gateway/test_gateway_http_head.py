@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import threading
 from collections.abc import Iterator
@@ -437,7 +438,7 @@ def test_a_stream_asked_in_http_1_0_is_not_chunked(address: tuple[str, int]) -> 
 
 
 def test_a_body_refused_for_its_time_is_counted_as_a_408_not_a_client_gone(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The protocol's 408 ends the request's body for the application as a disconnect would:
     it was counted ``cancelled`` (status 499), as if the client had gone away, where the
@@ -449,7 +450,7 @@ def test_a_body_refused_for_its_time_is_counted_as_a_408_not_a_client_gone(
         f"POST /v1/messages HTTP/1.1\r\nhost: gw\r\nx-api-key: {GATEWAY_KEY}\r\n"
         f"content-type: application/json\r\ncontent-length: {len(BODY)}\r\n\r\n"
     ).encode()
-    with serving(app) as (url, _):
+    with caplog.at_level(logging.INFO, logger="metis.gateway"), serving(app) as (url, _):
         host, port = url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=60) as sock:
             sock.sendall(head + BODY[:10])
@@ -459,3 +460,5 @@ def test_a_body_refused_for_its_time_is_counted_as_a_408_not_a_client_gone(
     assert any('status="408"' in line for line in lines), lines
     assert not any('"cancelled"' in line or 'status="499"' in line for line in lines), lines
     assert any('error_class="invalid_request"' in line for line in lines), lines
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("POST ")]
+    assert said and "status=408" in said[0] and "end=timeout" in said[0], said
