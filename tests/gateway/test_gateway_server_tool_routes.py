@@ -116,3 +116,13 @@ async def test_chats_web_search_options_must_be_an_object() -> None:
             "/v1/chat/completions", json=body, headers={"authorization": f"Bearer {GATEWAY_KEY}"}
         )
     assert answer.status_code == 400 and "web_search_options" in answer.text
+
+
+async def test_chats_web_search_options_pass_through_where_the_stack_maps_no_search() -> None:
+    """An OpenAI-compatible stack (Groq's here) says nothing of web search: the field is its
+    provider's to take or refuse, as before (OpenRouter takes it)."""
+    emulator = Emulator(model=["Hi."], models="any")
+    path, body = ASKED["chat search"]
+    answer = await ask(emulator, path, {**body, "model": "llama"})
+    assert answer.headers["x-metis-path"] == "pass-through"
+    assert emulator.bodies("groq")[-1]["web_search_options"] == {}
