@@ -26,7 +26,6 @@ CORRECTIONS: Mapping[str, Correction] = {
             "max_output_tokens": 64_000,
             "reasoning": True,
             "reasoning_form": "effort",
-            "prompt_caching": True,
             "prices": {"input": "0.33", "output": "2.75", "cache_read": "0.0825"},
         },
         "models.dev gives this id (which the us. and eu. profiles resolve to) no reasoning, a "
