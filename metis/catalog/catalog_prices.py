@@ -8,6 +8,18 @@ from metis.catalog.price_rates import ModelPrice, PriceTierEntry, ServiceTierRat
 from metis.model.tier import TierKind
 
 _KNOWN = frozenset(TierKind)
+STANDARD_RATED: dict[str, tuple[TierKind, ...]] = {"anthropic": (TierKind.PRIORITY,)}
+"""The service tiers a catalog provider bills at its standard rates, for its entries whose
+source gives the tier no rates. Anthropic's Priority Tier draws each token down from a
+capacity commitment by the standard rates' own ratios (a cache read 0.1 of an input token, a
+5-minute cache write 1.25, a long prompt's input 2 and output 1.5: "these burndown rates
+reflect the relative pricing of each token type", platform.claude.com/docs/en/api/service-tiers)
+and publishes no rates of its own: a priority reply is priced at the standard rates."""
+
+_STANDARD = ServiceTierRates.model_construct(
+    input=None, output=None, cached_input=None, cache_creation=None
+)
+"""A tier's rates that are the standard rates (each left out keeps the base rate)."""
 
 PRICES_BY_KEY: dict[str, tuple[ModelInfo, ModelPrice]] = {}
 """Each catalog entry's price, built once: the gateway prices every reply's usage."""
@@ -50,14 +62,17 @@ def catalog_price(info: ModelInfo) -> ModelPrice:
         file_search_per_1k=prices.file_search_per_1k,
         requests_per_1k=prices.requests_per_1k,
         service_tiers={
-            TierKind(t.tier): ServiceTierRates.model_construct(
-                input=t.input,
-                output=t.output,
-                cached_input=t.cache_read,
-                cache_creation=t.cache_write,
-            )
-            for t in prices.service_tiers
-            if t.tier in _KNOWN  # a tier a later metis knows is priced by a later metis
+            **dict.fromkeys(STANDARD_RATED.get(info.provider, ()), _STANDARD),
+            **{
+                TierKind(t.tier): ServiceTierRates.model_construct(
+                    input=t.input,
+                    output=t.output,
+                    cached_input=t.cache_read,
+                    cache_creation=t.cache_write,
+                )
+                for t in prices.service_tiers
+                if t.tier in _KNOWN  # a tier a later metis knows is priced by a later metis
+            },
         },
         aliases=[f"{info.provider}:{alias}" for alias in info.aliases],
     )

@@ -26,12 +26,23 @@ CORRECTIONS: Mapping[str, Correction] = {
             "max_output_tokens": 64_000,
             "reasoning": True,
             "reasoning_form": "effort",
+            "prices": {"input": "0.33", "output": "2.75", "cache_read": "0.0825"},
         },
         "models.dev gives this id (which the us. and eu. profiles resolve to) no reasoning, a "
         "128k context and 4k output. Amazon's own entry for the model (models.dev's "
         "nova:nova-2-lite-v1) and genai-prices' for the global. profile say 1M context, and "
         "Amazon's 64k output and reasoning; Converse asks for it with "
-        "additionalModelRequestFields.reasoningConfig.maxReasoningEffort (low, medium, high).",
+        "additionalModelRequestFields.reasoningConfig.maxReasoningEffort (low, medium, high). "
+        "Its prices came from models.dev, without the cache reads: genai-prices 0.2.3's "
+        "regional.amazon.nova-2-lite-v1:0 (the us., eu. and jp. profiles) has $0.33 in, "
+        "$2.75 out and $0.0825 cached (a quarter of the input rate), so a cached read was "
+        "priced at the whole input rate.",
+    ),
+    "amazon-bedrock/global.amazon.nova-2-lite-v1:0": Correction(
+        {"max_output_tokens": 64_000, "reasoning": True, "reasoning_form": "effort"},
+        "genai-prices, this entry's only source, gives it prices and a 1M context alone: the "
+        "model's output limit and reasoning are those of the entry above (the same model, "
+        "served from any region at $0.30 in, $2.50 out, $0.075 cached).",
     ),
     "openai/gpt-3.5-turbo": Correction(
         {"tools": True, "parallel_tools": True},

@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from metis.errors import AdapterError
-from metis.gateway.errors import GatewayTimeoutError, RequestTimeoutError
+from metis.gateway.errors import BODY_LATE, GatewayTimeoutError, RequestTimeoutError
 from metis.gateway.hidden import shown
 
 log = logging.getLogger("metis.gateway")
@@ -140,7 +140,7 @@ class AccessLog:
         async def receiving() -> Any:
             message = await receive()
             if message["type"] == "http.disconnect" and not line.sent_all:
-                line.gone = True
+                line.gone = BODY_LATE not in scope  # else the server's 408 ended the body
             return message
 
         async def sending(message: Any) -> None:

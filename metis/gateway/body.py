@@ -15,7 +15,7 @@ import anyio
 from starlette.requests import ClientDisconnect, Request
 
 from metis.errors import CancelledError, InvalidRequestError
-from metis.gateway.errors import RequestTimeoutError, RequestTooLargeError
+from metis.gateway.errors import BODY_LATE, RequestTimeoutError, RequestTooLargeError
 from metis.wire.compressed import undeclared_compression
 from metis.wire.json_limits import LoneSurrogateError, loads
 
@@ -55,6 +55,8 @@ async def read_raw(request: Request, limit: int, seconds: float) -> bytes:
         with anyio.CancelScope(deadline=anyio.current_time() + seconds):
             return await _read_raw(request, limit)
     except ClientDisconnect:
+        if isinstance(late := request.scope.get(BODY_LATE), str):  # the server's 408, said
+            raise RequestTimeoutError(late) from None
         raise CancelledError("the client went away while sending the request") from None
     raise RequestTimeoutError(f"the request body did not arrive within {seconds:g} s")
 

@@ -23,6 +23,7 @@ from metis.gateway.inbound import (
 )
 from metis.gateway.openai_kept import read_chat_turns
 from metis.gateway.openai_tools import chat_tool_choice, custom_tool, tool_and_sampling_fields
+from metis.gateway.server_tools import LABELS, chat_search
 from metis.gateway.unread import chat_unread
 
 READ = frozenset(
@@ -46,6 +47,7 @@ READ = frozenset(
         "reasoning_effort",
         "functions",
         "function_call",
+        "web_search_options",
     }
 )
 
@@ -75,6 +77,9 @@ def read_chat(raw: Any, later: bool = False) -> Inbound:
         fields["output_schema"] = schema
     if json_mode:
         ignored.append("response_format (json_object)")
+    searched = chat_search(body.get("web_search_options"))
+    if searched is not None:  # a search model's search, asked of whichever model serves
+        fields["server_tools"] = [searched]
     limit = optional_int(body, "max_completion_tokens") or optional_int(body, "max_tokens")
     stream_options = body.get("stream_options")
     include_usage = isinstance(stream_options, Mapping) and stream_options.get("include_usage")
@@ -89,6 +94,7 @@ def read_chat(raw: Any, later: bool = False) -> Inbound:
         options={
             "include_usage": include_usage is True,
             "legacy_functions": legacy,
+            LABELS: ["web_search_options"] if searched is not None else [],
             "limit_field": "max_completion_tokens"
             if body.get("max_completion_tokens") is not None
             else "max_tokens",

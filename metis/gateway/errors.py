@@ -71,6 +71,12 @@ class RequestTimeoutError(InvalidRequestError):
     """A request whose body did not arrive within the per-request timeout: 408."""
 
 
+BODY_LATE = "metis.body_late"
+"""The key of a request's ASGI scope under which ``metis serve``'s protocol says why it
+refused the body for its time (metis.gateway.http_head): the application then reads the body's
+end as that 408, not as a client gone."""
+
+
 class GatewayAuthError(AdapterError):
     """A missing or wrong gateway key: 401."""
 

@@ -37,6 +37,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from metis.core.ids import new_request_id
 from metis.errors import InvalidRequestError
 from metis.gateway.errors import (
+    BODY_LATE,
     HeadTooLargeError,
     RequestTimeoutError,
     anthropic_error,
@@ -137,6 +138,7 @@ class BoundedHeadProtocol(HttpToolsProtocol):
             self.body_timer = self.loop.call_later(BODY_SECONDS, self._body_late)
             return
         cycle = self.cycle
+        cycle.scope[BODY_LATE] = body_late_said()  # type: ignore[literal-required]
         if not cycle.response_started:
             self.transport.write(body_too_slow(self.url))
         if not cycle.response_complete:  # as a client gone: the application writes no more
@@ -262,10 +264,11 @@ def head_too_slow(path: bytes) -> bytes:
 
 def body_too_slow(path: bytes) -> bytes:
     """The whole 408 answer to a body not whole within :data:`BODY_SECONDS` of its head."""
-    error = RequestTimeoutError(
-        f"the request body did not arrive within {BODY_SECONDS:g} s of its headers"
-    )
-    return _refusal(b"408 Request Timeout", error, path)
+    return _refusal(b"408 Request Timeout", RequestTimeoutError(body_late_said()), path)
+
+
+def body_late_said() -> str:
+    return f"the request body did not arrive within {BODY_SECONDS:g} s of its headers"
 
 
 def _refusal(status: bytes, error: InvalidRequestError, path: bytes) -> bytes:

@@ -34,6 +34,7 @@ from metis.gateway.passthrough_call import (
     ended,
     in_time,
     own_thinking,
+    searches,
     speaks,
 )
 from metis.gateway.passthrough_responses import converse, remember
@@ -107,6 +108,8 @@ class PassThrough:
             return None
         if b"metis" in raw and (written_in if api == "anthropic" else responses_written_in)(body):
             return None  # server blocks or items the gateway wrote: the provider opens its own
+        if api == "chat" and b"web_search_options" in raw and not searches(body, adapter, target):
+            return None  # a model that does not search refuses it: the translated path says so
         made_by = maker(adapter.name, target.request_model)
         if b"metis1." in raw and not own_thinking(body, made_by):
             return None  # another model's thinking: the translated path leaves it out

@@ -76,6 +76,19 @@ def speaks(adapter: Adapter, api: str) -> bool:
     return getattr(provider.part("transport"), "name", None) == HTTP_TRANSPORT
 
 
+def searches(body: dict[str, Any], adapter: Adapter, target: Target) -> bool:
+    """Whether a Chat request's ``web_search_options`` may pass through to the model as it
+    came. Where the stack maps web search (metis/wire/openai_chat/server_tools.py), only to a
+    model that searches: Perplexity, or one of OpenAI's search models (any other refuses it:
+    "Web search options not supported with this model"). A stack that maps none passes it on
+    for its provider to take or refuse (OpenRouter takes it), as any field of its own API."""
+    if body.get("web_search_options") is None:
+        return True
+    if "web_search" not in target.capabilities.server_tools:
+        return True
+    return adapter.name == "perplexity" or "search" in adapter.wire_model(target.request_model)
+
+
 class Upstream:
     """Opens passed-through calls; keeps each model's URL and headers."""
 

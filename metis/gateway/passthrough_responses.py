@@ -23,10 +23,13 @@ from metis.gateway.errors import PreviousResponseNotFoundError
 from metis.gateway.item_ids import named_items
 from metis.gateway.reasoning_items import reasoning_place
 from metis.gateway.relay_responses import ResponsesRelay
-from metis.gateway.server_written import as_text
+from metis.gateway.server_written import RESPONSES_MARKS, as_text
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore, Stored
+from metis.model.server_tools import projected_text
 from metis.wire.openai_responses.encode import input_items
+from metis.wire.openai_responses.server_tools import server_blocks
 
+UNHELD = "this upstream does not hold it: what it did goes as text"
 KEEPS_RESPONSES = "continuation"
 """The stage of a stack whose upstream keeps its responses (open_responses has none)."""
 
@@ -44,6 +47,9 @@ class Conversation:
     owner: Owner = ""
     """The key the conversation belongs to (metis.gateway.store)."""
     previous: str | None = None
+    upstream_stores: bool = False
+    """Whether the upstream stores the answer's items (``store``), which it then finds by
+    their ids, though it may not be sent the response's id (no ``continuation`` stage)."""
 
 
 def upstream_of(adapter: Adapter) -> str:
@@ -81,6 +87,7 @@ async def converse(
     given = body.get("input")
     own = [{"role": "user", "content": given}] if isinstance(given, str) else list(given or [])
     conversation = Conversation(own, upstream_of(adapter), upstream_keeps, keep, owner)
+    conversation.upstream_stores = keep and _stores(adapter)
     previous = body.get("previous_response_id")
     if previous is None:
         return conversation
@@ -90,7 +97,8 @@ async def converse(
     if found.upstream == conversation.upstream and found.items is not None:
         conversation.before = [*found.items, *own]
         return conversation
-    before = _items(found, reported)
+    holds = found.holder is not None and found.holder == conversation.upstream
+    before = _items(found, reported, holds)
     body["input"] = conversation.before = [*before, *own]
     del body["previous_response_id"]
     conversation.previous = previous
@@ -123,10 +131,12 @@ def _unheld(body: dict[str, Any], reported: list[str]) -> None:
         body["input"] = kept
 
 
-def _items(found: Stored, reported: list[str]) -> list[Any]:
+def _items(found: Stored, reported: list[str], holds: bool) -> list[Any]:
     """A stored conversation as input items for an upstream that has not seen them: no
     item ids (another upstream's are unknown here), no reasoning (signed for another), server
-    calls and results as text."""
+    calls and results as text. A passed-through conversation's server tool items go whole,
+    with their ids, where the upstream ``holds`` them (it stored them, and refuses one without
+    its id); elsewhere as text (it would look the id up in vain), named in ``reported``."""
     if found.items is None:
 
         def drop(block_type: str, reason: str, message_id: str) -> None:
@@ -135,13 +145,26 @@ def _items(found: Stored, reported: list[str]) -> list[Any]:
         return input_items(as_text(list(found.messages), reported), "gateway", drop)
     items = []
     for item in found.items:
-        if isinstance(item, dict) and item.get("type") == "reasoning":
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "reasoning":
             reported.append("a reasoning item of previous_response_id (another upstream's)")
             continue
-        if isinstance(item, dict):
+        if kind in RESPONSES_MARKS and not holds:
+            reported.append(f"a {kind} item of previous_response_id ({UNHELD})")
+            items.extend(_as_text(item))
+            continue
+        if isinstance(item, dict) and kind not in RESPONSES_MARKS:
             item = {k: v for k, v in item.items() if k != "id"}
         items.append(item)
     return items
+
+
+def _as_text(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """A server tool item as an assistant message saying what it did (none when it says
+    nothing readable)."""
+    call, result = server_blocks(item)
+    said = projected_text(result, call)
+    return [] if said is None else [{"role": "assistant", "content": said}]
 
 
 async def remember(
@@ -152,5 +175,7 @@ async def remember(
         return
     items = (*conversation.before, *relay.output)
     upstream = conversation.upstream if conversation.upstream_keeps else None
-    kept = Stored((), named_items(items, relay.response_id), upstream, relay.final)
+    holder = conversation.upstream if conversation.upstream_stores else None
+    named = named_items(items, relay.response_id)
+    kept = Stored((), named, upstream, relay.final, holder=holder)
     await stored.keep(conversation.owner, relay.response_id, kept)

@@ -5,7 +5,9 @@ reasoning items with their encrypted content: :mod:`metis.gateway.reasoning_item
 ``instructions``, function and custom tools, the tool choice
 (:mod:`metis.gateway.openai_tools`), ``text.format``, ``reasoning.effort``. Other items with
 no canonical form (reasoning with no encrypted content, references to stored items, hosted
-tools) are left out and reported. The emulator reads its Responses requests through
+tools) are left out and reported; OpenAI's own ``web_search_call`` and
+``code_interpreter_call`` items, which no other provider replays, are reported too and what
+they did goes as text. The emulator reads its Responses requests through
 :func:`read_responses` too."""
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from metis.gateway.openai_tools import (
 from metis.gateway.provenance import restored
 from metis.gateway.reasoning_items import asks_encrypted, read_reasoning
 from metis.gateway.server_tools import LABELS, responses_tool, unmapped_options
-from metis.gateway.server_written import written_blocks, written_item
+from metis.gateway.server_written import RESPONSES_MARKS, written_blocks, written_item
 from metis.gateway.unread import responses_unread
 from metis.histories.blocks import opaque, stored
 from metis.histories.files import from_chat_audio, split_data_url
@@ -212,6 +214,9 @@ def _item(
         _add(out, Message(role=Role.ASSISTANT, content=[thought]))
     elif written_item(item):  # the gateway's, for another provider: read as that one's
         _add(out, Message(role=Role.ASSISTANT, content=list(written_blocks(dict(item)))))
+    elif kind in RESPONSES_MARKS:  # OpenAI's own: replayed by none, what it did goes as text
+        _add(out, Message(role=Role.ASSISTANT, content=list(written_blocks(dict(item)))))
+        ignored.append(f"{where} ({kind}) (OpenAI's own item: what it did goes as text)")
     elif kind in OUTPUTS:
         result = ToolResultBlock(
             tool_use_id=ids(item.get("call_id"), f"{where}.call_id"),

@@ -16,6 +16,7 @@ from metis.gateway.server_tools import LABELS, Declared
 from metis.model.content import Message
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.pipeline.call import Call, DropRecord
+from metis.routing.router import Router
 
 MAX_FITTED = 1024
 """The most (model, declaration) answers kept."""
@@ -34,16 +35,14 @@ class ServerTools:
         """The request's server tools the target takes, as it takes them; each left out (or
         its options) named in ``dropped``."""
         labels = inbound.options.get(LABELS) or []
-        kinds = target.capabilities.server_tools
+        beside = bool(inbound.fields.get("tools"))
         kept = []
         for label, tool in zip(labels, inbound.fields.get("server_tools") or [], strict=True):
-            if tool.kind not in kinds:
-                dropped.append(f"{label} (the model runs no {tool.kind.replace('_', ' ')} tool)")
-                continue
-            if not isinstance(target.chat_model, Adapter):  # a route: each model's own say
-                kept.append(tool)
-                continue
-            taken, why = await self._taken(target, tool, bool(inbound.fields.get("tools")))
+            router = target.chat_model
+            if isinstance(router, Router):
+                taken, why = await self._route_taken(router, tool, beside)
+            else:
+                taken, why = await self._model_taken(target, tool, beside)
             if taken is None:
                 dropped.append(f"{label} ({why})")
                 continue
@@ -54,6 +53,32 @@ class ServerTools:
                 dropped.append(f"{label} {', '.join(sorted(left))} ({why})")
             kept.append(taken if why else tool)
         return kept
+
+    async def _model_taken(
+        self, target: Target, tool: Declared, beside: bool
+    ) -> tuple[Declared | None, str]:
+        if tool.kind not in target.capabilities.server_tools:
+            return None, f"the model runs no {tool.kind.replace('_', ' ')} tool"
+        return await self._taken(target, tool, beside)
+
+    async def _route_taken(
+        self, router: Router, tool: Declared, beside: bool
+    ) -> tuple[Declared | None, str]:
+        """``tool`` as a route takes it: as it came when one of its models takes it whole
+        (each model takes it or not as the library decides: the router passes over one that
+        refuses it), else as the first that takes some of it takes it; not at all when none
+        runs it (left out, not refused by every model in turn)."""
+        found: list[tuple[Declared | None, str]] = []
+        for member in router.targets:
+            model = Target(member.model, member.adapter, member.model, member.capabilities)
+            taken, why = await self._model_taken(model, tool, beside)
+            if taken is not None and not why:
+                return tool, ""
+            found.append((taken, f"{member.model}: {why}"))
+        fewer = [(taken, why) for taken, why in found if taken is not None]
+        if fewer:
+            return fewer[0]
+        return None, "no model of the route runs it: " + "; ".join(why for _, why in found)
 
     async def _taken(
         self, target: Target, tool: Declared, beside: bool

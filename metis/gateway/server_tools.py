@@ -1,6 +1,7 @@
 """Server tools on the translated path (docs/gateway.md, "Server tools"): a tool the provider
 runs itself, asked for in the caller's API (Anthropic's ``web_search``, ``web_fetch``,
-``code_execution``; Responses' ``web_search``, ``code_interpreter``), read as the library's own
+``code_execution``; Responses' ``web_search``, ``code_interpreter``; Chat's
+``web_search_options``), read as the library's own
 declaration (:mod:`metis.model.server_tools`), which each stack maps to its provider's tool.
 What the routed model cannot take (the tool, or options of it) is left out and reported, never
 refused (metis.gateway.server_fit)."""
@@ -61,6 +62,25 @@ def responses_tool(tool: Mapping[str, Any], where: str) -> Declared | None:
         container = tool.get("container")
         return CodeExecution(container=container if isinstance(container, str) else None)
     return None
+
+
+def chat_search(options: Any) -> Declared | None:
+    """Chat Completions' ``web_search_options`` (a search model's search: its
+    ``search_context_size``, ``user_location.approximate``) as a web search declaration; None
+    when the request has none. Given at all, even empty, it asks for a search."""
+    where = "web_search_options"
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise InvalidRequestError(f"{where}: expected an object")
+    located = options.get("user_location")
+    approximate = located.get("approximate") if isinstance(located, Mapping) else None
+    return _made(
+        WebSearch,
+        where,
+        context_size=options.get("search_context_size"),
+        user_location=_where({"user_location": approximate}),
+    )
 
 
 def unmapped_options(tool: Mapping[str, Any], where: str) -> list[str]:

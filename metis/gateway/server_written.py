@@ -199,8 +199,9 @@ def responses_written_in(body: dict[str, Any]) -> bool:
 
 
 def written_blocks(item: dict[str, Any]) -> list[ServerToolCallBlock | ServerToolResultBlock]:
-    """A server call item the gateway wrote as another provider's call and result (no maker:
-    to every model the result goes as text)."""
+    """A server call item the gateway wrote (or OpenAI's own, sent back on the translated
+    path) as another provider's call and result (no maker: to every model the result goes as
+    text)."""
     call, result = server_blocks(item)
     return [
         call.model_copy(update={"provider_raw": None}),

@@ -51,13 +51,16 @@ class Stored:
     ``upstream``: the upstream that stored it too, which may be sent its id; ``response``:
     the response object as its client received it (None: kept before the gateway kept it);
     ``ids``: a translated conversation's items' ids as its client knows them
-    (metis.gateway.item_ids)."""
+    (metis.gateway.item_ids); ``holder``: the upstream that stored a passed-through
+    conversation's items (``store``), whether or not it may be sent the response's id: it
+    finds its server tool items by their ids."""
 
     messages: tuple[Message, ...]
     items: tuple[Any, ...] | None = None
     upstream: str | None = None
     response: dict[str, Any] | None = None
     ids: dict[str, str] | None = None
+    holder: str | None = None
 
 
 class _Keeping:
@@ -121,7 +124,7 @@ def _stored(kept: Any) -> Stored:
         count = response.get("output") if response is not None else None
         if response is not None and isinstance(count, int):  # the items' last ones
             response = {**response, "output": list(items[len(items) - count :])}
-        return Stored((), items, kept.get("upstream"), response)
+        return Stored((), items, kept.get("upstream"), response, holder=kept.get("holder"))
     messages = tuple(Message.model_validate(m) for m in kept["messages"])
     return Stored(messages, response=response, ids=kept.get("ids"))
 
@@ -161,6 +164,7 @@ class RedisResponseStore(_Keeping):
         kept: dict[str, Any] = {"response": stored.response}
         if stored.items is not None:
             kept.update(_once(stored.items, stored.response), upstream=stored.upstream)
+            kept["holder"] = stored.holder
         else:
             kept["messages"] = [
                 m.model_dump(mode="json", exclude_none=True) for m in stored.messages

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Self
 
 from metis.adapter.adapter import Adapter
-from metis.calls.request import MessagesLike, ModelLike
+from metis.calls.request import ModelLike
 from metis.core.options import checked_options
-from metis.sessions.context import Compact, ContextCheck
+from metis.sessions.context import Compact
 from metis.sessions.core import Conversation
 from metis.sessions.saved import read_saved, restored, saved_session
 from metis.sessions.spending import restored_spending
@@ -21,18 +21,6 @@ class SavingForms:
 
     if TYPE_CHECKING:
         _conversation: Conversation
-
-        def __init__(
-            self,
-            model: ModelLike,
-            messages: MessagesLike | None = None,
-            *,
-            session_id: str | None = None,
-            adapters: Mapping[str, Adapter] | None = None,
-            compact: Compact = None,
-            context_check: ContextCheck = "auto",
-            **options: Any,
-        ) -> None: ...
 
         def _owned(self, what: str) -> AbstractContextManager[None]: ...
 
@@ -66,7 +54,8 @@ class SavingForms:
         ``model``, and the key as ``api_key`` (or the stack's variable)."""
         saved = read_saved(data)
         chosen, options = restored(saved, model, tools, api_key)
-        session = cls(
+        made: Callable[..., Self] = cls  # Session's constructor, which this mixin does not know
+        session = made(
             chosen,
             saved.messages,
             session_id=saved.session_id,

@@ -26,7 +26,7 @@ from metis.model.content import Message, OpaqueBlock, Role, TextBlock
 from metis.model.history import History, history_of
 from metis.model.request import Compaction
 from metis.model.response import TokenUsage
-from metis.wire.read import object_value, split_input, token_count
+from metis.wire.read import UntrueCount, object_value, said_untrue, split_input, token_count
 
 COMPACTION = "compaction"
 """The kind of a compaction block, on both wires."""
@@ -111,11 +111,19 @@ def responses_compacted(answer: Any, provider: str, model: str) -> list[Message]
 def responses_compact_usage(answer: Any, provider: str) -> TokenUsage | None:
     """What ``POST /responses/compact`` says the pass spent (its ``usage``, counted as a
     Responses reply's: the input it reports includes the cached part), or None when it says
-    nothing."""
+    nothing, or a count below zero, which cannot be true (a warning says it: the pass's usage
+    is then estimated, as a reply's is: metis.wire.read.counts_of)."""
     usage = answer.get("usage") if isinstance(answer, dict) else None
     if usage is None:
         return None
-    usage = object_value(usage, "usage")
+    try:
+        return _compact_usage(object_value(usage, "usage"), provider)
+    except UntrueCount as error:  # says nothing of the history: its usage is estimated
+        said_untrue(provider, error)
+        return None
+
+
+def _compact_usage(usage: dict[str, Any], provider: str) -> TokenUsage:
     inputs = object_value(usage.get("input_tokens_details") or {}, "usage.input_tokens_details")
     outputs = object_value(usage.get("output_tokens_details") or {}, "usage.output_tokens_details")
     total = token_count(usage.get("input_tokens") or 0, "usage.input_tokens", provider)

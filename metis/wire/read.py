@@ -173,13 +173,19 @@ def counts_of(builder: _Counted) -> Iterator[None]:
         yield
     except UntrueCount as error:
         if not builder.usage_unknown:
-            log.warning(
-                "%s sent %s; its token usage is estimated",
-                builder.provider,
-                error.message,
-                extra={"event": "metis.usage_untrue", "adapter": builder.provider},
-            )
+            said_untrue(builder.provider, error)
         builder.unknown_usage()
+
+
+def said_untrue(provider: str, error: UntrueCount) -> None:
+    """The warning that ``provider`` sent a count that cannot be true, so its usage is
+    estimated (a message's, an embedding call's, a compaction pass's)."""
+    log.warning(
+        "%s sent %s; its token usage is estimated",
+        provider,
+        error.message,
+        extra={"event": "metis.usage_untrue", "adapter": provider},
+    )
 
 
 # Errors ------------------------------------------------------------------------------------

@@ -3,6 +3,8 @@ any snapshot when it is read, under a models.yaml override, each with its source
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import httpx
 import pytest
 
@@ -10,7 +12,8 @@ from metis import build_adapter
 from metis.catalog import Catalog, default_catalog
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.corrections import CORRECTIONS
-from metis.model import CanonicalRequest, Message, TextBlock, ToolDefinition
+from metis.cost import cost_of
+from metis.model import CanonicalRequest, Message, TextBlock, TokenUsage, ToolDefinition
 from metis.pipeline.config import AdapterConfig
 from metis.stacks.loader import load_stack
 
@@ -70,3 +73,19 @@ def test_a_correction_applies_to_any_snapshot_and_an_override_still_wins() -> No
     assert info is not None and info.reasoning is True and info.tools is False
     overridden = catalog.override("amazon-bedrock", info.id, {"reasoning": False})
     assert overridden.reasoning is False
+
+
+@pytest.mark.parametrize("model", ["us.amazon.nova-2-lite-v1:0", "eu.amazon.nova-2-lite-v1:0"])
+def test_nova_2_lite_prices_its_cache_reads_at_a_quarter(model: str) -> None:
+    """A geographic profile's rates, as genai-prices gives them ($0.33, $2.75, $0.0825 cached):
+    models.dev's gave no cache reads, so each was priced at the whole input rate."""
+    usage = TokenUsage(input_tokens=0, cached_input_tokens=1_000_000, output_tokens=1_000_000)
+    priced = cost_of(f"bedrock:{model}", usage)
+    assert priced.cached_input_usd == Decimal("0.0825") and priced.output_usd == Decimal("2.75")
+
+
+def test_nova_2_lite_from_any_region_has_its_limit_and_reasons() -> None:
+    info = default_catalog().get("amazon-bedrock", "global.amazon.nova-2-lite-v1:0")
+    assert info is not None and info.id == "global.amazon.nova-2-lite-v1:0"
+    assert info.max_output_tokens == 64_000 and info.reasoning is True
+    assert info.prices is not None and info.prices.input == Decimal("0.3")

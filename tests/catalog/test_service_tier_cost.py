@@ -63,7 +63,7 @@ def test_a_reply_is_priced_at_its_tiers_rates(word: str, usd: str, tier: TierKin
 def test_a_tier_the_catalog_has_no_rates_for_is_priced_standard_and_said_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    model = "anthropic:claude-sonnet-4-5"
+    model = "deepseek:deepseek-chat"
     usage = TokenUsage(input_tokens=1_000, output_tokens=100)
     reason = f"no priority rates for {model}"
     cost._warned_unpriced = {w for w in cost._warned_unpriced if reason not in w}
@@ -167,3 +167,20 @@ def test_the_catalog_keeps_the_variants_in_force_of_the_tiers_it_prices() -> Non
     only_fast = SimpleNamespace(price_variants=[variant({"service_tier": "fast"}, input="3")])
     assert _genai_service_tiers(only_fast, today) == [{"tier": "priority", "input": "3"}]
     assert _genai_service_tiers(SimpleNamespace(), today) == []
+
+
+@pytest.mark.parametrize("usage", [MILLION, TokenUsage(input_tokens=300_000, output_tokens=10)])
+def test_anthropics_priority_tier_is_priced_at_its_standard_rates_and_named(
+    usage: TokenUsage, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Anthropic publishes no Priority Tier rates: it draws a commitment down by the standard
+    rates' ratios (a long prompt's too). A priority reply is priced at them, named as
+    priority, with no unpriced marker nor WARN (it had both)."""
+    model = "anthropic:claude-sonnet-4-5"
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        priced = cost_of(model, served("priority", usage))
+    assert priced.usd == cost_of(model, usage).usd
+    assert priced.service_tier is TierKind.PRIORITY and priced.tier_unpriced is None
+    assert not [r for r in caplog.records if "service_tier" in str(getattr(r, "event", ""))]
+    batch = cost_of(model, served("batch", usage))  # genai-prices' own rates still win
+    assert batch.service_tier is TierKind.BATCH and batch.usd < priced.usd

@@ -109,3 +109,18 @@ def test_only_the_address_is_taken_out_and_only_of_what_the_gateway_says() -> No
         assert "10.0.0.5" in error.message or "internal" in error.message or "fd00" in error.message
     own = InvalidRequestError("see https://docs.anthropic.com/en/api/errors", provider="anthropic")
     assert shown(own) == own.message  # the provider's own answer, as it gave it
+
+
+def test_an_index_in_brackets_is_no_address() -> None:
+    """A provider's message naming a place in the request (``input[1].id``) was told as
+    ``inputthe upstream.id``: ``[1]`` read as an IPv6 address. One holds a colon."""
+    said = "Missing required parameter: 'input[1].id'. Also 'tools[0][12]' and [a]."
+    for error in (
+        InvalidRequestError(said, provider="openai", provider_status=400),
+        ProtocolError(said, provider="openai"),
+        NetworkError(f"connection to openai failed: {said}", provider="openai"),
+    ):
+        assert "input[1].id" in shown(error) and "tools[0][12]" in shown(error), shown(error)
+    for address in ("[::1]:8080", "[fd00::5]", "[fe80::1%eth0]:443", "[2001:db8::1]"):
+        told = shown(NetworkError(f"connection failed to {address} now", provider="openai"))
+        assert told == "connection failed to the upstream now", told

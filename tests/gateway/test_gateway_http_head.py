@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import threading
 from collections.abc import Iterator
@@ -434,3 +435,30 @@ def test_a_stream_asked_in_http_1_0_is_not_chunked(address: tuple[str, int]) -> 
     assert events.endswith(b"\n\n") and b'{"type":"message_stop"}' in events[-100:], events[-100:]
     whole = exchange(address, request("1.0"))  # an answer of known length is as it was
     assert b"content-length: " in whole and b'"type":"message"' in whole, whole[:300]
+
+
+def test_a_body_refused_for_its_time_is_counted_as_a_408_not_a_client_gone(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The protocol's 408 ends the request's body for the application as a disconnect would:
+    it was counted ``cancelled`` (status 499), as if the client had gone away, where the
+    client was answered 408 for sending its body too slowly. The socket's timeout bounds a
+    hang; nothing is timed."""
+    monkeypatch.setattr("metis.gateway.http_head.BODY_SECONDS", 0.5)
+    app = create_app(gateway_config(Emulator()))
+    head = (
+        f"POST /v1/messages HTTP/1.1\r\nhost: gw\r\nx-api-key: {GATEWAY_KEY}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(BODY)}\r\n\r\n"
+    ).encode()
+    with caplog.at_level(logging.INFO, logger="metis.gateway"), serving(app) as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=60) as sock:
+            sock.sendall(head + BODY[:10])
+            assert read_until_closed(sock).startswith(b"HTTP/1.1 408 ")
+        counted = httpx.get(f"{url}/metrics").text
+    lines = [line for line in counted.splitlines() if line.startswith("metis_gateway_")]
+    assert any('status="408"' in line for line in lines), lines
+    assert not any('"cancelled"' in line or 'status="499"' in line for line in lines), lines
+    assert any('error_class="invalid_request"' in line for line in lines), lines
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("POST ")]
+    assert said and "status=408" in said[0] and "end=timeout" in said[0], said

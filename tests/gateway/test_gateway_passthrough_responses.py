@@ -322,8 +322,10 @@ async def test_a_passed_through_response_is_kept_in_redis_as_its_items() -> None
     store = RedisResponseStore(Client(), seconds=60)
     items = ({"role": "user", "content": "Hi"}, {"type": "function_call", "call_id": "c1"})
     await store.keep("team-a", "resp_a", Stored((), items, "responses:abc"))
+    await store.keep("team-a", "resp_c", Stored((), items, holder="responses:abc"))
     await store.put("team-a", "resp_b", [Message.user("Hi")])
     assert await store.get("team-a", "resp_a") == Stored((), items, "responses:abc")
+    assert await store.get("team-a", "resp_c") == Stored((), items, holder="responses:abc")
     assert await store.get("team-a", "resp_b") == Stored((Message.user("Hi"),))
 
 

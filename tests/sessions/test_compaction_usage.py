@@ -165,7 +165,9 @@ async def test_the_compact_endpoint_reports_what_it_spent(
 
 def test_a_malformed_compact_usage_is_a_protocol_error() -> None:
     with pytest.raises(metis.ProtocolError, match=r"usage\.input_tokens"):
-        responses_compact_usage({"usage": {"input_tokens": -1}}, "openai_responses")
+        responses_compact_usage({"usage": {"input_tokens": 1.5}}, "openai_responses")
+    # below zero, a count cannot be true: no usage said (estimated), the history kept
+    assert responses_compact_usage({"usage": {"input_tokens": -1}}, "openai_responses") is None
 
 
 @pytest.mark.anyio

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from metis.errors import AdapterError, ProtocolError
 from metis.model.embeddings import EmbedInput, ImageInput, InputType
 from metis.wire.http_errors import body_excerpt, http_error, json_body, openai_error_fields
-from metis.wire.read import malformed, shown, token_count
+from metis.wire.read import UntrueCount, malformed, said_untrue, shown, token_count
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +125,17 @@ def indexed(data: Any, where: str, count: int) -> list[list[float]]:
     return [found[i] for i in range(count)]
 
 
-def tokens(value: Any, field: str) -> int | None:
-    return None if value is None else token_count(value, field)
+def tokens(value: Any, field: str, provider: str) -> int | None:
+    """A reply's token count; None when it gives none, or one below zero, which cannot be
+    true (said in a warning): the embedder estimates the tokens then, as a chat reply's usage
+    is estimated (metis.wire.read.counts_of)."""
+    if value is None:
+        return None
+    try:
+        return token_count(value, field, provider)
+    except UntrueCount as error:
+        said_untrue(provider, error)
+        return None
 
 
 def only_texts(codec: str, batch: EmbedBatch) -> list[str]:

@@ -70,7 +70,7 @@ class BedrockEmbeddings(EmbedCodec):
             return Embedded(cohere_vectors(body, len(batch.inputs)), counted)
         return Embedded(
             [vector(body.get("embedding"), "embedding")],
-            tokens(body.get("inputTextTokenCount"), "inputTextTokenCount"),
+            tokens(body.get("inputTextTokenCount"), "inputTextTokenCount", self.name),
         )
 
     def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:

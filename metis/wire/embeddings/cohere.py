@@ -71,5 +71,5 @@ class CohereEmbeddings(EmbedCodec):
         billed = optional_object(meta, "billed_units", "meta") or {}
         return Embedded(
             cohere_vectors(body, len(batch.inputs)),
-            tokens(billed.get("input_tokens"), "meta.billed_units.input_tokens"),
+            tokens(billed.get("input_tokens"), "meta.billed_units.input_tokens", self.name),
         )

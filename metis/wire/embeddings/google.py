@@ -157,7 +157,8 @@ class VertexEmbeddings(EmbedCodec):
             raise malformed("predictions", "a list", found)
         if len(found) != len(batch.inputs):
             raise ProtocolError(f"predictions: {len(found)} vectors for {len(batch.inputs)} inputs")
-        out, counted = [], 0
+        out: list[list[float]] = []
+        counted: int | None = 0
         for i, item in enumerate(found):
             where = f"predictions[{i}].embeddings"
             embedding = object_value(
@@ -165,7 +166,9 @@ class VertexEmbeddings(EmbedCodec):
             )
             out.append(vector(embedding.get("values"), f"{where}.values"))
             statistics = embedding.get("statistics")
-            if statistics.__class__ is dict:
-                counted += tokens(statistics.get("token_count"), f"{where}.statistics") or 0
+            given = statistics.get("token_count") if statistics.__class__ is dict else None
+            if given is not None and counted is not None:  # one untrue: the whole unknown
+                count = tokens(given, f"{where}.statistics.token_count", self.name)
+                counted = None if count is None else counted + count
         model = body.get("deployedModelId")
         return Embedded(out, counted or None, model if isinstance(model, str) else None)

@@ -33,7 +33,7 @@ class OllamaEmbeddings(EmbedCodec):
     ) -> Embedded:
         return Embedded(
             vectors(body.get("embeddings"), "embeddings", len(batch.inputs)),
-            tokens(body.get("prompt_eval_count"), "prompt_eval_count"),
+            tokens(body.get("prompt_eval_count"), "prompt_eval_count", self.name),
             optional_text(body, "model", "response"),
         )
 

@@ -41,7 +41,7 @@ class OpenAIEmbeddings(EmbedCodec):
         counted = used.get("prompt_tokens", used.get("total_tokens"))
         return Embedded(
             indexed(body.get("data"), "data", len(batch.inputs)),
-            tokens(counted, "usage.prompt_tokens"),
+            tokens(counted, "usage.prompt_tokens", self.name),
             optional_text(body, "model", "response"),
         )
 
