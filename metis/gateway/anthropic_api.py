@@ -10,6 +10,7 @@ from typing import Any
 
 from metis.errors import InvalidRequestError
 from metis.gateway.errors import ThreadUnsupportedError
+from metis.gateway.frames import Frame, framed
 from metis.gateway.inbound import (
     Inbound,
     KeptIds,
@@ -58,16 +59,33 @@ ADAPTIVE_BUDGET = 8192
 
 def read_messages(raw: Any, later: bool = False) -> Inbound:
     """A Messages API request body (parsed JSON) in canonical terms (``later``: what it left
-    out inside its messages and tools looked for when asked, :meth:`Inbound.said`)."""
+    out inside its messages and tools looked for when asked, :meth:`Inbound.said`). All but
+    its turns is read once per content (metis.gateway.frames)."""
     body = body_object(raw)
     model = model_name(body)
     if body.get("thread") is not None:
         raise ThreadUnsupportedError(
             "thread: this gateway holds no message threads; send the whole conversation"
         )
-    ignored = unknown_fields(body, READ)
     messages = read_turns(body.get("messages", []), body.get("system"), model, KeptIds())
     messages = foreign(restored(messages))
+    frame = framed(body, _frame)
+    return Inbound(
+        model=model,
+        messages=messages,
+        stream=frame.stream,
+        max_output_tokens=frame.max_output_tokens,
+        fields=frame.given(),
+        ignored=list(frame.ignored),
+        options=dict(frame.options),
+        unread=partial(anthropic_unread, body),
+        frame=frame if frame.kept else None,
+    ).finished(later)
+
+
+def _frame(body: Mapping[str, Any]) -> Frame:
+    """All the body asks beside its turns."""
+    ignored = unknown_fields(body, READ)
     fields: dict[str, Any] = {}
     tools, skipped, server = _tools(body.get("tools"))
     ignored += skipped
@@ -89,16 +107,9 @@ def read_messages(raw: Any, later: bool = False) -> Inbound:
         fields["thinking"] = thinking
     if (schema := _schema(body)) is not None:
         fields["output_schema"] = schema
-    return Inbound(
-        model=model,
-        messages=messages,
-        stream=flag(body, "stream"),
-        max_output_tokens=optional_int(body, "max_tokens"),
-        fields=fields,
-        ignored=ignored,
-        options={LABELS: list(server)} if server else {},
-        unread=partial(anthropic_unread, body),
-    ).finished(later)
+    stream, limit = flag(body, "stream"), optional_int(body, "max_tokens")
+    options = {LABELS: list(server)} if server else {}
+    return Frame(fields, ignored, stream, limit, options, kept=not server)
 
 
 def _tools(raw: Any) -> tuple[list[Any], list[str], dict[str, Any]]:

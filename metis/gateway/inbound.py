@@ -34,6 +34,9 @@ class Inbound:
     """What the reader left out inside the messages, their parts and the tools, not looked for
     yet: nothing can be refused for it, so the gateway looks once the request is on its way
     (metis.gateway.ahead); :meth:`said` adds it to ``ignored``."""
+    frame: Any = None
+    """The frame kept for requests asking what this one asks beside its turns, if any
+    (metis.gateway.frames): its canonical request is built from the frame's plan."""
 
     def said(self) -> list[str]:
         """``ignored``, with what ``unread`` finds added the first time it is asked."""

@@ -37,6 +37,7 @@ from metis.gateway.errors import (
     GatewayTimeoutError,
 )
 from metis.gateway.errors import error_reply as error_reply  # the endpoints'
+from metis.gateway.frames import planned
 from metis.gateway.inbound import Inbound
 from metis.gateway.item_ids import GivenIds, given_ids
 from metis.gateway.keys import KeyState, given_keys
@@ -161,19 +162,21 @@ class Gateway:
             ids = given_ids(stored.ids if stored is not None else None, body.get("input"))
         if stored is not None:
             inbound.messages = [*stored.messages, *inbound.messages]
-        target = (
-            found
-            if found is not None and found.name == inbound.model
-            else self.models.resolve(inbound.model)
-        )
-        limit, changes, dropped = project(inbound, target.capabilities)
-        if inbound.fields.get("server_tools"):
-            changes["server_tools"] = await self.server_tools.fitted(inbound, target, dropped)
+        target = found if found is not None and found.name == inbound.model else None
+        target = target or self.models.resolve(inbound.model)
+        own: dict[str, Any] = {}
         if isinstance(target.chat_model, Adapter):  # decided as the adapter would (no copy)
-            streams = target.chat_model.capabilities.supports_streaming
-            changes["stream"] = inbound.stream and streams
+            own["stream"] = inbound.stream and target.chat_model.capabilities.supports_streaming
+        caps, frame = target.capabilities, inbound.frame  # a frame kept: metis.gateway.frames
+        if frame is None:
+            limit, changes, dropped = project(inbound, caps)
+            if inbound.fields.get("server_tools"):
+                changes["server_tools"] = await self.server_tools.fitted(inbound, target, dropped)
         try:
-            request = inbound.request(target.request_model, limit, **changes)
+            if frame is None:
+                request = inbound.request(target.request_model, limit, **changes, **own)
+            else:
+                request, dropped = planned(inbound, target.request_model, caps, own)
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
         return Prepared(inbound, target, request, dropped, owner, ids=ids)
