@@ -17,7 +17,7 @@ _URL = r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\",;()]+"
 _AT = re.compile(rf"\s+at\s+{_URL}")
 _ADDRESSES = re.compile(
     r"\(\s*'[^']*'\s*(?:,\s*\d+\s*)+\)"  # a socket address, as Python writes one
-    r"|\[[0-9A-Fa-f:.%]+\](?::\d+)?"  # an IPv6 address (a URL's)
+    r"|\[[0-9A-Fa-f.%]*:[0-9A-Fa-f:.%]*\](?::\d+)?"  # an IPv6 address (a URL's): a colon in it
     r"|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"  # an IPv4 address
 )
 _URLS = re.compile(rf"{_URL}|{_ADDRESSES.pattern}")

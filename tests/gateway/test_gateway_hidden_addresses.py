@@ -109,3 +109,14 @@ def test_only_the_address_is_taken_out_and_only_of_what_the_gateway_says() -> No
         assert "10.0.0.5" in error.message or "internal" in error.message or "fd00" in error.message
     own = InvalidRequestError("see https://docs.anthropic.com/en/api/errors", provider="anthropic")
     assert shown(own) == own.message  # the provider's own answer, as it gave it
+
+
+def test_an_index_in_brackets_is_not_taken_for_an_ipv6_address() -> None:
+    """A provider's refusal naming where it found the problem (``messages[2].content[0]``) is
+    passed on as it came: before, each ``[n]`` was read as an IPv6 address and said as "the
+    upstream" (``messagesthe upstream.contentthe upstream``)."""
+    said = "messages[2].content[0].source: expected an inline or linked picture; tools[12] too"
+    refused = InvalidRequestError(said, provider="anthropic", provider_status=400)
+    assert shown(refused) == said
+    behind = InvalidRequestError("no route to [fd00::5]:8080 or [::1]", provider="openai")
+    assert shown(behind) == "no route to the upstream or the upstream"
