@@ -1,0 +1,49 @@
+"""Requests of the shapes real clients sent (seen in recorded traffic), through the gateway to
+the emulator: a request the provider answered is answered, what the routed model can take
+reaches it, and the rest is left out and named in ``x-metis-dropped``, never refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from metis.gateway.app import create_app
+from metis.testing.emulator import Emulator
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config
+
+pytestmark = pytest.mark.anyio
+HEADERS = {"x-api-key": GATEWAY_KEY, "anthropic-version": "2023-06-01"}
+PICTURE_BY_ID = {"type": "image", "source": {"type": "file", "file_id": "file_0aPictureOfAPlot"}}
+
+
+async def asked(emulator: Emulator, path: str, body: dict[str, Any]) -> httpx.Response:
+    app = create_app(gateway_config(emulator))
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as gw:
+        return await gw.post(path, json=body, headers=HEADERS)
+
+
+def messages(model: str, *content: dict[str, Any]) -> dict[str, Any]:
+    said = [{"type": "text", "text": "What does the plot show?"}, *content]
+    return {"model": model, "max_tokens": 50, "messages": [{"role": "user", "content": said}]}
+
+
+async def test_an_image_by_file_id_goes_to_claude_as_sent_and_is_named_elsewhere() -> None:
+    """An Anthropic image given by its Files API id (crewAIInc/crewAI's
+    test_image_upload_anthropic sends one; Anthropic answered 200): before, the reader
+    refused it (400, "expected a base64 or url image source") on every route, and the
+    emulator did too."""
+    emulator = Emulator()
+    passed = await asked(emulator, "/v1/messages", messages("sonnet", PICTURE_BY_ID))
+    assert passed.status_code == 200, passed.text
+    assert emulator.bodies("anthropic")[-1]["messages"][0]["content"][1] == PICTURE_BY_ID
+    for model in ("gpt", "flash"):
+        other = await asked(emulator, "/v1/messages", messages(model, PICTURE_BY_ID))
+        assert other.status_code == 200, other.text
+        assert "'image' block from anthropic" in other.headers["x-metis-dropped"], model
+    async with emulator.client() as direct:
+        body = messages("claude-sonnet-4-5", PICTURE_BY_ID)
+        reply = await direct.post("http://emulator/v1/messages", json=body, headers=HEADERS)
+    assert reply.status_code == 200, reply.text
