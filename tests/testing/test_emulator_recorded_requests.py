@@ -1,0 +1,58 @@
+"""Requests of the shapes real clients sent, which the provider's answer in the recording
+shows it took or refused, sent straight to the emulator at its own API: it takes what the
+provider took and refuses, in the provider's words, what it refused."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from metis.testing.emulator import Emulator
+
+SAID = [{"role": "user", "content": "Name a large city in Peru."}]
+CHAT_TAKES = {
+    # pydantic/pydantic-ai test_stop_settings[openai]: o3-mini stopped at the word it was given
+    "o3-mini-stop": {"model": "o3-mini", "stop": ["Lima"]},
+    # crewAIInc/crewAI TestOpenAINativeToolCalling, envoyproxy/ai-gateway chat-multiturn:
+    # a reasoning model takes the temperature it has anyway
+    "gpt-5-nano-default-temperature": {"model": "gpt-5-nano", "temperature": 1},
+}
+CHAT_REFUSES = {
+    # crewAIInc/crewAI test_llm_call_when_stop_is_unsupported
+    "o1-mini-stop": ({"model": "o1-mini", "stop": ["Lima"]}, "'stop' is not supported"),
+    # Mirascope/mirascope test_call_with_params/openai_gpt_5_mini_completions
+    "gpt-5-mini-stop": ({"model": "gpt-5-mini", "stop": ["Lima"]}, "'stop' is not supported"),
+    "gpt-5-nano-other-temperature": (
+        {"model": "gpt-5-nano", "temperature": 0.3},
+        "'temperature' is not supported",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def http() -> Iterator[httpx.Client]:
+    with Emulator() as emulator, httpx.Client(base_url=emulator.url, timeout=10) as client:
+        yield client
+
+
+def chat(http: httpx.Client, fields: dict[str, Any]) -> httpx.Response:
+    body = {"messages": SAID, **fields}
+    return http.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+
+
+@pytest.mark.parametrize("name", sorted(CHAT_TAKES))
+def test_chat_takes_what_openai_took(http: httpx.Client, name: str) -> None:
+    reply = chat(http, CHAT_TAKES[name])
+    assert reply.status_code == 200, reply.text
+
+
+@pytest.mark.parametrize("name", sorted(CHAT_REFUSES))
+def test_chat_refuses_what_openai_refused(http: httpx.Client, name: str) -> None:
+    fields, said = CHAT_REFUSES[name]
+    reply = chat(http, fields)
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["type"] == "invalid_request_error"
+    assert said in reply.json()["error"]["message"]
