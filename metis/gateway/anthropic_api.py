@@ -80,7 +80,7 @@ def read_messages(raw: Any, later: bool = False) -> Inbound:
         fields.update(_tool_choice(choice))
     if (temperature := optional_number(body, "temperature")) is not None:
         fields["temperature"] = temperature
-    fields.update(sampling(body, ("top_p", "top_k")))
+    fields.update(sampling(_set(body, "top_p", "top_k"), ("top_p", "top_k")))
     if stops := string_list(body.get("stop_sequences"), "stop_sequences"):
         fields["stop_sequences"] = stops
     if (
@@ -99,6 +99,11 @@ def read_messages(raw: Any, later: bool = False) -> Inbound:
         options={LABELS: list(server)} if server else {},
         unread=partial(anthropic_unread, body),
     ).finished(later)
+
+
+def _set(body: Mapping[str, Any], *names: str) -> dict[str, Any]:
+    """``names`` of ``body`` that are set: Anthropic reads -1, its old default, as unset."""
+    return {name: body[name] for name in names if body.get(name) not in (None, -1)}
 
 
 def _tools(raw: Any) -> tuple[list[Any], list[str], dict[str, Any]]:

@@ -47,3 +47,20 @@ async def test_an_image_by_file_id_goes_to_claude_as_sent_and_is_named_elsewhere
         body = messages("claude-sonnet-4-5", PICTURE_BY_ID)
         reply = await direct.post("http://emulator/v1/messages", json=body, headers=HEADERS)
     assert reply.status_code == 200, reply.text
+
+
+async def test_minus_one_for_top_p_and_top_k_is_anthropics_unset() -> None:
+    """DataDog/dd-trace-js's Anthropic cassettes send ``top_p: -1, top_k: -1`` (the old
+    default), which Anthropic answered 200: before, the gateway and the emulator refused
+    them as out of range."""
+    emulator = Emulator()
+    body = {**messages("sonnet"), "temperature": 1, "top_p": -1, "top_k": -1}
+    for model in ("sonnet", "gpt", "flash"):
+        reply = await asked(emulator, "/v1/messages", {**body, "model": model})
+        assert reply.status_code == 200, reply.text
+        assert "top_" not in reply.headers.get("x-metis-dropped", ""), model
+    assert emulator.bodies("anthropic")[-1]["top_k"] == -1  # passed through as sent
+    assert "topP" not in str(emulator.bodies("gemini")[-1])
+    out_of_range = await asked(emulator, "/v1/messages", {**body, "top_p": -0.5})
+    assert out_of_range.status_code == 400, out_of_range.text
+    assert "top_p" in out_of_range.json()["error"]["message"]

@@ -75,10 +75,11 @@ def check_anthropic(body: dict[str, Any], call: Any) -> None:
     if "claude" not in model:
         return
     profile, refused = _model_facts("anthropic", model)
+    given = [name for name, value in body.items() if value != -1]  # -1: the old default, unset
     for name in refused:
-        if name in body:
+        if name in given:
             raise Refused(f"`{name}` is deprecated for this model.")
-    _one_at_a_time("anthropic", model, body.__contains__)
+    _one_at_a_time("anthropic", model, given.__contains__)
     thinking = body.get("thinking")
     kind = thinking.get("type") if isinstance(thinking, dict) else None
     if profile is not None and profile.form == "budget" and kind == "adaptive":
