@@ -4,6 +4,7 @@ provider took and refuses, in the provider's words, what it refused."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from typing import Any
 
@@ -56,3 +57,30 @@ def test_chat_refuses_what_openai_refused(http: httpx.Client, name: str) -> None
     assert reply.status_code == 400, reply.text
     assert reply.json()["error"]["type"] == "invalid_request_error"
     assert said in reply.json()["error"]["message"]
+
+
+def test_an_inline_image_counts_as_an_image_not_as_its_bytes(http: httpx.Client) -> None:
+    """A photo of about a megabyte inline (pydantic/pydantic-ai's
+    test_image_as_binary_content_input, 0xPlaygrounds/rig's image_prompt_from_fixture: both
+    answered 200): before, its base64 was counted as text, hundreds of thousands of tokens,
+    and refused as past the context window."""
+    photo = base64.b64encode(bytes(range(256)) * 4000).decode()
+    content = [
+        {"type": "text", "text": "What is in the photo?"},
+        {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{photo}"}},
+    ]
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": content}]}
+    reply = http.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+    assert reply.status_code == 200, reply.text[:300]
+    assert reply.json()["usage"]["prompt_tokens"] < 5000
+    picture = {"type": "base64", "media_type": "image/jpeg", "data": photo}
+    said = [{"type": "image", "source": picture}, {"type": "text", "text": "What is it?"}]
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 20,
+        "messages": [{"role": "user", "content": said}],
+    }
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    reply = http.post("/v1/messages", json=body, headers=headers)
+    assert reply.status_code == 200, reply.text[:300]
+    assert reply.json()["usage"]["input_tokens"] < 5000
