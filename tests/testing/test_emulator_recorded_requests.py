@@ -84,3 +84,25 @@ def test_an_inline_image_counts_as_an_image_not_as_its_bytes(http: httpx.Client)
     reply = http.post("/v1/messages", json=body, headers=headers)
     assert reply.status_code == 200, reply.text[:300]
     assert reply.json()["usage"]["input_tokens"] < 5000
+
+
+def test_a_system_turn_may_add_a_tool(http: httpx.Client) -> None:
+    """A system turn among the messages that adds a deferred tool (pydantic/pydantic-ai's
+    test_native_tool_availability_delta and test_anthropic_lazy_advertisement_live, to
+    claude-opus-4-8: 200); before, the emulator took only text there."""
+    added = {"type": "tool_addition", "tool": {"type": "tool_reference", "name": "find_flight"}}
+    turns = [
+        {"role": "user", "content": "Book me a flight to Lima."},
+        {"role": "assistant", "content": "Let me see what I can use."},
+        {"role": "system", "content": [added]},
+        {"role": "user", "content": "Go ahead."},
+    ]
+    body = {"model": "claude-opus-4-8", "max_tokens": 20, "messages": turns}
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    reply = http.post("/v1/messages", json=body, headers=headers)
+    assert reply.status_code == 200, reply.text[:300]
+    turns[2]["content"] = [
+        {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}}
+    ]
+    refused = http.post("/v1/messages", json=body, headers=headers)
+    assert refused.status_code == 400, refused.text[:300]
