@@ -64,3 +64,57 @@ async def test_minus_one_for_top_p_and_top_k_is_anthropics_unset() -> None:
     out_of_range = await asked(emulator, "/v1/messages", {**body, "top_p": -0.5})
     assert out_of_range.status_code == 400, out_of_range.text
     assert "top_p" in out_of_range.json()["error"]["message"]
+
+
+def sums_asked(model: str) -> dict[str, Any]:
+    call = {
+        "id": "call_sum1",
+        "type": "function",
+        "function": {"name": "calc", "arguments": "7 * 6"},
+    }
+    calc = {
+        "type": "function",
+        "function": {"name": "calc", "parameters": {"type": "object", "properties": {}}},
+    }
+    return {
+        "model": model,
+        "tools": [calc],
+        "messages": [
+            {"role": "user", "content": "What is seven times six?"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_sum1", "content": "42"},
+        ],
+    }
+
+
+async def test_a_calls_arguments_that_are_not_json_are_taken_back() -> None:
+    """An assistant's call in a Chat history whose arguments are text, not a JSON object, as a
+    model wrote them (tmc/langchaingo's TestOpenAIFunctionsAgentWithHTTPRR sends ``15 * 4``
+    back, and OpenAI answered 200): before, the gateway and the emulator refused the history
+    ("expected a JSON object"). OpenAI gets them back as they came."""
+    emulator = Emulator()
+    for model in ("gpt", "sonnet", "flash"):
+        reply = await asked(emulator, "/v1/chat/completions", sums_asked(model))
+        assert reply.status_code == 200, reply.text
+    sent = emulator.bodies("openai")[-1]["messages"][1]["tool_calls"][0]
+    assert sent["function"]["arguments"] == "7 * 6"
+    assert "42" in str(emulator.bodies("anthropic")[-1]["messages"])
+
+
+async def test_a_responses_calls_arguments_that_are_not_an_object_are_taken_back() -> None:
+    """tidyverse/ellmer's chat-tools-dangling cassette sends a function_call whose arguments
+    are ``[]`` (a tool of no arguments, as R writes an empty list), and OpenAI answered 200:
+    before, the gateway and the emulator refused it ("expected a JSON object, got list")."""
+    emulator = Emulator()
+    items = [
+        {"role": "user", "content": "What day is it?"},
+        {"type": "function_call", "call_id": "c1", "name": "today", "arguments": "[]"},
+        {"type": "function_call_output", "call_id": "c1", "output": "Tuesday"},
+    ]
+    today = {"type": "function", "name": "today", "parameters": {"type": "object"}}
+    for model in ("gpt5", "sonnet", "flash"):
+        body = {"model": model, "input": items, "tools": [today]}
+        reply = await asked(emulator, "/v1/responses", body)
+        assert reply.status_code == 200, reply.text
+    sent = [i for i in emulator.bodies("openai_responses")[-1]["input"] if "arguments" in i]
+    assert sent[0]["arguments"] == "[]"
