@@ -26,6 +26,11 @@ CHAT_REFUSES = {
     "o1-mini-stop": ({"model": "o1-mini", "stop": ["Lima"]}, "'stop' is not supported"),
     # Mirascope/mirascope test_call_with_params/openai_gpt_5_mini_completions
     "gpt-5-mini-stop": ({"model": "gpt-5-mini", "stop": ["Lima"]}, "'stop' is not supported"),
+    # pydantic/pydantic-ai test_openai_o1_mini_system_role[developer] and [system]
+    "o1-mini-developer-message": (
+        {"model": "o1-mini", "messages": [{"role": "developer", "content": "Be brief."}, *SAID]},
+        "'messages[0].role' does not support 'developer' with this model",
+    ),
     "gpt-5-nano-other-temperature": (
         {"model": "gpt-5-nano", "temperature": 0.3},
         "'temperature' is not supported",
