@@ -111,3 +111,18 @@ def test_a_system_turn_may_add_a_tool(http: httpx.Client) -> None:
     ]
     refused = http.post("/v1/messages", json=body, headers=headers)
     assert refused.status_code == 400, refused.text[:300]
+
+
+def test_an_empty_user_turn_is_refused_by_anthropic(http: httpx.Client) -> None:
+    """Mirascope/mirascope's handles-empty-string-content: Anthropic refused a user turn whose
+    content is an empty text (400); the emulator answered it."""
+    body = {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 20,
+        "messages": [{"role": "user", "content": ""}],
+    }
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    reply = http.post("/v1/messages", json=body, headers=headers)
+    assert reply.status_code == 400, reply.text[:300]
+    assert reply.json()["error"]["type"] == "invalid_request_error"
+    assert "must have non-empty content" in reply.json()["error"]["message"]
