@@ -126,3 +126,38 @@ def test_an_empty_user_turn_is_refused_by_anthropic(http: httpx.Client) -> None:
     assert reply.status_code == 400, reply.text[:300]
     assert reply.json()["error"]["type"] == "invalid_request_error"
     assert "must have non-empty content" in reply.json()["error"]["message"]
+
+
+def test_a_null_cache_control_marks_nothing(http: httpx.Client) -> None:
+    """Mirascope/mirascope's test_call_with_mcp_tools (claude-haiku-4-5: 200) sends
+    ``cache_control: null`` on each tool result beside four real marks: the emulator counted
+    the nulls and refused a fifth breakpoint."""
+    marked = {"type": "ephemeral"}
+    system = [{"type": "text", "text": f"Rule {n}.", "cache_control": marked} for n in range(4)]
+    call = {"type": "tool_use", "id": "toolu_01", "name": "look", "input": {}}
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_01",
+        "content": "ok",
+        "cache_control": None,
+    }
+    turns = [
+        {"role": "user", "content": "Look around."},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [result]},
+    ]
+    tool = {"name": "look", "input_schema": {"type": "object"}}
+    body = {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 20,
+        "system": system,
+        "tools": [tool],
+        "messages": turns,
+    }
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    reply = http.post("/v1/messages", json=body, headers=headers)
+    assert reply.status_code == 200, reply.text[:300]
+    result["cache_control"] = marked
+    refused = http.post("/v1/messages", json=body, headers=headers)
+    assert refused.status_code == 400, refused.text[:300]
+    assert "A maximum of 4 blocks with cache_control" in refused.json()["error"]["message"]
