@@ -161,3 +161,27 @@ def test_a_null_cache_control_marks_nothing(http: httpx.Client) -> None:
     refused = http.post("/v1/messages", json=body, headers=headers)
     assert refused.status_code == 400, refused.text[:300]
     assert "A maximum of 4 blocks with cache_control" in refused.json()["error"]["message"]
+
+
+def test_an_assistants_blank_text_before_its_calls_is_taken(http: httpx.Client) -> None:
+    """simonw/llm-anthropic's test_tools sends back the assistant's turn as Claude wrote it, a
+    text of one space then two tool calls, and claude-haiku-4-5 answered 200; a user's blank
+    text is still refused."""
+    calls = [
+        {"type": "tool_use", "id": f"toolu_0{n}", "name": "pick_name", "input": {}} for n in (1, 2)
+    ]
+    results = [
+        {"type": "tool_result", "tool_use_id": f"toolu_0{n}", "content": name}
+        for n, name in ((1, "Ada"), (2, "Bo"))
+    ]
+    turns = [
+        {"role": "user", "content": "Two names for a goat."},
+        {"role": "assistant", "content": [{"type": "text", "text": " "}, *calls]},
+        {"role": "user", "content": results},
+    ]
+    tool = {"name": "pick_name", "input_schema": {"type": "object"}}
+    body = {"model": "claude-haiku-4-5", "max_tokens": 20, "tools": [tool], "messages": turns}
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    assert http.post("/v1/messages", json=body, headers=headers).status_code == 200
+    turns[0]["content"] = [{"type": "text", "text": "  "}]
+    assert http.post("/v1/messages", json=body, headers=headers).status_code == 400
