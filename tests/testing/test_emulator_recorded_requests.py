@@ -185,3 +185,29 @@ def test_an_assistants_blank_text_before_its_calls_is_taken(http: httpx.Client) 
     assert http.post("/v1/messages", json=body, headers=headers).status_code == 200
     turns[0]["content"] = [{"type": "text", "text": "  "}]
     assert http.post("/v1/messages", json=body, headers=headers).status_code == 400
+
+
+def test_adaptive_thinking_takes_a_loop_opened_without_thinking(http: httpx.Client) -> None:
+    """0xPlaygrounds/rig's opus_4_7 adaptive_thinking_streaming_tool_roundtrip_smoke: with
+    adaptive thinking the model may answer without thinking, and the tool loop it opened so
+    comes back without a thinking block (claude-opus-4-7: 200); manual thinking still asks
+    for one."""
+    call = {"type": "tool_use", "id": "toolu_07", "name": "forecast", "input": {"city": "Oslo"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_07", "content": "Snow."}
+    turns = [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [result]},
+    ]
+    tool = {"name": "forecast", "input_schema": {"type": "object"}}
+    body = {"model": "claude-opus-4-7", "max_tokens": 2000, "tools": [tool], "messages": turns}
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    adaptive = http.post(
+        "/v1/messages", json={**body, "thinking": {"type": "adaptive"}}, headers=headers
+    )
+    assert adaptive.status_code == 200, adaptive.text[:300]
+    manual = {"type": "enabled", "budget_tokens": 1024}
+    body["model"] = "claude-sonnet-4-5"
+    refused = http.post("/v1/messages", json={**body, "thinking": manual}, headers=headers)
+    assert refused.status_code == 400, refused.text[:300]
+    assert "must start with a thinking block" in refused.json()["error"]["message"]
