@@ -212,7 +212,8 @@ def _openai(name: str) -> ReasoningProfile:
             form="effort", levels=_levels("minimal", "low", "medium", "high"),
             can_disable=False, family="openai",
         )  # fmt: skip
-    top: tuple[ReasoningEffort, ...] = ("xhigh",) if minor >= 2 else ()
+    # gpt-5.6 takes max (0xPlaygrounds/rig's gpt_5_6_reasoning effort_max cassette: 200)
+    top: tuple[ReasoningEffort, ...] = ("xhigh", "max")[: (minor >= 2) + (minor >= 6)]
     return ReasoningProfile(
         form="effort",
         levels=_levels("none", "low", "medium", "high", *top),
