@@ -213,7 +213,8 @@ def _openai(name: str) -> ReasoningProfile:
             can_disable=False, family="openai",
         )  # fmt: skip
     # gpt-5.6 takes max (0xPlaygrounds/rig's gpt_5_6_reasoning effort_max cassette: 200)
-    top: tuple[ReasoningEffort, ...] = ("xhigh", "max")[: (minor >= 2) + (minor >= 6)]
+    above: tuple[ReasoningEffort, ...] = ("xhigh", "max")
+    top = above[: (minor >= 2) + (minor >= 6)]
     return ReasoningProfile(
         form="effort",
         levels=_levels("none", "low", "medium", "high", *top),
