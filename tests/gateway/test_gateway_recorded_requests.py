@@ -118,3 +118,23 @@ async def test_a_responses_calls_arguments_that_are_not_an_object_are_taken_back
         assert reply.status_code == 200, reply.text
     sent = [i for i in emulator.bodies("openai_responses")[-1]["input"] if "arguments" in i]
     assert sent[0]["arguments"] == "[]"
+
+
+async def test_a_history_opening_with_the_assistant_goes_to_claude() -> None:
+    """A conversation whose first turn is the assistant's (a greeting the app wrote): OpenAI
+    and Anthropic both take it (pydantic/pydantic-ai's test_anthropic_model_empty_message_on
+    _history, activeagents/activeagent's text_messages_object, 0xPlaygrounds/rig's
+    empty_end_turn followup: 200). Before, the library's check before sending refused it for
+    Claude ("the first message must use the user role"), so the gateway did on every route
+    to an Anthropic model; and an assistant's blank text, as Claude writes one before its
+    calls, is not refused either."""
+    emulator = Emulator()
+    said = [
+        {"role": "system", "content": "You run a bakery's front desk."},
+        {"role": "assistant", "content": "Hello! What can I bake for you?"},
+        {"role": "user", "content": "A loaf of rye, please."},
+    ]
+    reply = await asked(emulator, "/v1/chat/completions", {"model": "sonnet", "messages": said})
+    assert reply.status_code == 200, reply.text
+    sent = emulator.bodies("anthropic")[-1]["messages"]
+    assert [m["role"] for m in sent] == ["assistant", "user"]
