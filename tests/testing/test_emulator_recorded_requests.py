@@ -17,6 +17,10 @@ SAID = [{"role": "user", "content": "Name a large city in Peru."}]
 CHAT_TAKES = {
     # pydantic/pydantic-ai test_stop_settings[openai]: o3-mini stopped at the word it was given
     "o3-mini-stop": {"model": "o3-mini", "stop": ["Lima"]},
+    "search-model-web-search": {
+        "model": "gpt-4o-search-preview",
+        "web_search_options": {"search_context_size": "low"},
+    },
     # crewAIInc/crewAI TestOpenAINativeToolCalling, envoyproxy/ai-gateway chat-multiturn:
     # a reasoning model takes the temperature it has anyway
     "gpt-5-nano-default-temperature": {"model": "gpt-5-nano", "temperature": 1},
@@ -30,6 +34,11 @@ CHAT_REFUSES = {
     "o1-mini-developer-message": (
         {"model": "o1-mini", "messages": [{"role": "developer", "content": "Be brief."}, *SAID]},
         "'messages[0].role' does not support 'developer' with this model",
+    ),
+    # pydantic/pydantic-ai test_openai_web_search_tool_model_not_supported
+    "gpt-4o-web-search": (
+        {"model": "gpt-4o", "web_search_options": {"search_context_size": "low"}},
+        "Web search options not supported with this model.",
     ),
     "gpt-5-nano-other-temperature": (
         {"model": "gpt-5-nano", "temperature": 0.3},
