@@ -220,3 +220,17 @@ def test_adaptive_thinking_takes_a_loop_opened_without_thinking(http: httpx.Clie
     refused = http.post("/v1/messages", json={**body, "thinking": manual}, headers=headers)
     assert refused.status_code == 400, refused.text[:300]
     assert "must start with a thinking block" in refused.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("model", ["o1-mini", "o1-preview"])
+def test_the_first_o1_models_are_not_on_the_responses_api(http: httpx.Client, model: str) -> None:
+    """vkryukov/req_llm's fixtures openai/o1_mini and o1_preview basic.json: OpenAI refused them on
+    the Responses API (400, model_not_found); the emulator answered."""
+    body = {"model": model, "input": "Name a large city in Peru."}
+    reply = http.post("/v1/responses", json=body, headers={"authorization": "Bearer k"})
+    assert reply.status_code == 400, reply.text[:300]
+    error = reply.json()["error"]
+    assert (
+        error["code"] == "model_not_found"
+        and "not supported with the Responses API" in error["message"]
+    )
