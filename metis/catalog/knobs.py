@@ -133,9 +133,19 @@ def setting_rules(info: ModelInfo) -> SettingRules | None:
     name, family = _name(info.id), family_of(info.id)
     rules = SettingRules(
         one_at_a_time=_CLAUDE_ONE_OF if _claude_one_of(name, family) else (),
-        refuses_stop=family in ("o3", "o4") or (family == "grok" and name.startswith("grok-4")),
+        refuses_stop=_refuses_stop(name, family),
     )
     return rules if rules != SettingRules() else None
+
+
+def _refuses_stop(name: str, family: str | None) -> bool:
+    """Whether the model refuses ``stop``: the o-series but o3-mini (which honours it), the
+    first gpt-5 models (not their chat model), Grok 4."""
+    if family in ("o1", "o3", "o4"):
+        return not name.startswith("o3-mini")
+    if family == "gpt":
+        return _gpt5_minor(name) == 0 and "chat" not in name
+    return family == "grok" and name.startswith("grok-4")
 
 
 @lru_cache(maxsize=256)  # read of the name alone; asked once per message a call
@@ -231,7 +241,9 @@ def _openai(name: str) -> ReasoningProfile:
             form="effort", levels=_levels("minimal", "low", "medium", "high"),
             can_disable=False, family="openai",
         )  # fmt: skip
-    top: tuple[ReasoningEffort, ...] = ("xhigh",) if minor >= 2 else ()
+    # gpt-5.6 takes max (0xPlaygrounds/rig's gpt_5_6_reasoning effort_max cassette: 200)
+    above: tuple[ReasoningEffort, ...] = ("xhigh", "max")
+    top = above[: (minor >= 2) + (minor >= 6)]
     return ReasoningProfile(
         form="effort",
         levels=_levels("none", "low", "medium", "high", *top),

@@ -98,7 +98,7 @@ def _frame(body: Mapping[str, Any]) -> Frame:
         fields.update(_tool_choice(choice))
     if (temperature := optional_number(body, "temperature")) is not None:
         fields["temperature"] = temperature
-    fields.update(sampling(body, ("top_p", "top_k")))
+    fields.update(sampling(_set(body, "top_p", "top_k"), ("top_p", "top_k")))
     if stops := string_list(body.get("stop_sequences"), "stop_sequences"):
         fields["stop_sequences"] = stops
     if (
@@ -110,6 +110,11 @@ def _frame(body: Mapping[str, Any]) -> Frame:
     stream, limit = flag(body, "stream"), optional_int(body, "max_tokens")
     options = {LABELS: list(server)} if server else {}
     return Frame(fields, ignored, stream, limit, options, kept=not server)
+
+
+def _set(body: Mapping[str, Any], *names: str) -> dict[str, Any]:
+    """``names`` of ``body`` that are set: Anthropic reads -1, its old default, as unset."""
+    return {name: body[name] for name in names if body.get(name) not in (None, -1)}
 
 
 def _tools(raw: Any) -> tuple[list[Any], list[str], dict[str, Any]]:

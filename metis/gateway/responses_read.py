@@ -44,7 +44,8 @@ from metis.gateway.server_written import RESPONSES_MARKS, written_blocks, writte
 from metis.gateway.unread import responses_unread
 from metis.histories.blocks import opaque, stored
 from metis.histories.files import from_chat_audio, split_data_url
-from metis.histories.reading import built, mapping, text, tool_input
+from metis.histories.openai_chat import call_arguments
+from metis.histories.reading import built, mapping, text
 from metis.model.content import (
     Base64ImageSource,
     ContentBlock,
@@ -57,6 +58,7 @@ from metis.model.content import (
     URLImageSource,
 )
 from metis.model.media import Base64Source, DocumentBlock, FileIdSource, URLSource
+from metis.wire.builder import INVALID_ARGUMENTS
 
 READ = frozenset(
     {
@@ -230,12 +232,16 @@ def _item(
 def _call(item: Mapping[str, Any], where: str, ids: KeptIds) -> ToolUseBlock:
     """A function call, or a custom (freeform) tool's call with its text as ``input``, as
     Chat's are read (metis/histories/openai_chat.py)."""
+    made = None
     if item.get("type") == "custom_tool_call":
         given: Any = {"input": text(item, "input", where)}
     else:
-        given = tool_input(item.get("arguments"), f"{where}.arguments")
+        arguments = item.get("arguments")
+        given, made = call_arguments(arguments, f"{where}.arguments", "openai_responses")
     call_id = ids(item.get("call_id"), f"{where}.call_id")
-    return ToolUseBlock(id=call_id, name=text(item, "name", where, None), input=given)
+    name = text(item, "name", where, None)
+    wrong = None if made is None else INVALID_ARGUMENTS
+    return ToolUseBlock(id=call_id, name=name, input=given, input_error=wrong, provider_raw=made)
 
 
 def _add(out: list[Message], message: Message) -> None:

@@ -150,6 +150,8 @@ def _block(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ContentBlock 
         return TextBlock(
             text=text(block, "text", at, None), citations=anthropic_citations(block, at)
         )
+    if kind == "image" and _by_file_id(block.get("source")):
+        return from_anthropic_block(block, kind, at, ids.servers, made_by.model)
     if kind == "image":
         return ImageBlock(source=_source(block.get("source"), at))
     if kind == "document":
@@ -185,6 +187,12 @@ def _result(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ToolResultBl
         content=content,
         is_error=bool(block.get("is_error", False)),
     )
+
+
+def _by_file_id(source: Any) -> bool:
+    """An image the Files API holds (``{"type": "file", "file_id": ...}``): no canonical image
+    source names one, so the block is kept whole, for Anthropic alone."""
+    return isinstance(source, dict) and source.get("type") == "file"
 
 
 def _source(source: Any, where: str) -> Base64ImageSource | URLImageSource:

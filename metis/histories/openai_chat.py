@@ -40,6 +40,7 @@ from metis.model.content import (
 )
 from metis.model.dicts import MessageDict
 from metis.model.media import AudioBlock, DocumentBlock, VideoBlock
+from metis.wire.builder import INVALID_ARGUMENTS
 from metis.wire.media import project_attachments
 from metis.wire.opaque import place_of
 from metis.wire.openai_chat.encode import freeform_text
@@ -177,11 +178,29 @@ def _assistant(item: Mapping[str, Any], where: str, ids: Ids) -> list[ContentBlo
         else:
             function = mapping(raw.get("function"), f"{at}.function")
             name = text(function, "name", f"{at}.function")
-            given = tool_input(function.get("arguments"), f"{at}.function.arguments")
-            made = None
+            given, made = call_arguments(function.get("arguments"), f"{at}.function.arguments")
         tool_id = ids(raw.get("id"), f"{at}.id")
-        blocks.append(ToolUseBlock(id=tool_id, name=name, input=given, provider_raw=made))
+        wrong = INVALID_ARGUMENTS if made is not None and made is not _CUSTOM else None
+        blocks.append(
+            ToolUseBlock(id=tool_id, name=name, input=given, input_error=wrong, provider_raw=made)
+        )
     return blocks
+
+
+def call_arguments(
+    value: Any, where: str, provider: str = CHAT
+) -> tuple[dict[str, Any], ProviderRaw | None]:
+    """A call's arguments. Text that is not a JSON object (a model wrote ``15 * 4``), which
+    OpenAI takes back in a history, is kept as it came, for ``provider`` alone (it goes back
+    as received, as a reply's are); the input is empty."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value or "{}")
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            return {}, ProviderRaw(provider=provider, data={"arguments": value})
+    return tool_input(value, where), None
 
 
 def _image_source(url: Any, where: str) -> Base64ImageSource | URLImageSource:

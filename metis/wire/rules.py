@@ -35,9 +35,7 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return ["messages: at least one message is required"]
-    if _role(messages[0]) != "user":
-        problems.append("messages.0: the first message must use the user role")
-    previous = None
+    previous = None  # the first message may be the assistant's: Anthropic takes it
     for i, message in enumerate(messages):
         role = _role(message)
         same, previous = i and role == previous, role
@@ -49,7 +47,7 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
         blocks = _anthropic_blocks(message)
         if not blocks:
             problems.append(f"messages.{i}: content must not be empty")
-        _anthropic_block_problems(blocks, i, problems)
+        _anthropic_block_problems(blocks, i, problems, role == "assistant")
     from metis.wire.anthropic.rules import parameter_problems, tool_pairs  # Anthropic's only
 
     problems += [refusal.message for refusal in tool_pairs(messages)]
@@ -59,11 +57,14 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _anthropic_block_problems(blocks: list[dict[str, Any]], i: int, problems: list[str]) -> None:
-    """Each block's own problems, added to ``problems``."""
+def _anthropic_block_problems(
+    blocks: list[dict[str, Any]], i: int, problems: list[str], assistant: bool
+) -> None:
+    """Each block's own problems, added to ``problems`` (a blank text is refused but in an
+    assistant's turn, as Claude may have written it)."""
     for j, block in enumerate(blocks):
         kind = block.get("type")
-        if kind == "text" and not str(block.get("text", "")).strip():
+        if kind == "text" and not assistant and not str(block.get("text", "")).strip():
             problems.append(
                 f"{_block_at(i, j)}: text content blocks must contain non-whitespace text"
             )

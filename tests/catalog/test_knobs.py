@@ -194,6 +194,7 @@ OFF_TO_HIGH = ("none", "low", "medium", "high")
         ("openai", "gpt-5-mini", "effort", ("minimal", "low", "medium", "high"), False),
         ("openai", "gpt-5.1", "effort", OFF_TO_HIGH, True),
         ("openai", "gpt-5.4", "effort", (*OFF_TO_HIGH, "xhigh"), True),
+        ("openai", "gpt-5.6", "effort", (*OFF_TO_HIGH, "xhigh", "max"), True),
         ("google", "gemini-2.5-pro", "budget", (), False),
         ("google", "gemini-2.5-flash", "budget", (), True),
         ("google", "gemini-3-pro-preview", "effort", ("low", "high"), False),

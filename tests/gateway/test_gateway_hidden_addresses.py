@@ -124,3 +124,14 @@ def test_an_index_in_brackets_is_no_address() -> None:
     for address in ("[::1]:8080", "[fd00::5]", "[fe80::1%eth0]:443", "[2001:db8::1]"):
         told = shown(NetworkError(f"connection failed to {address} now", provider="openai"))
         assert told == "connection failed to the upstream now", told
+
+
+def test_an_index_in_brackets_is_not_taken_for_an_ipv6_address() -> None:
+    """A provider's refusal naming where it found the problem (``messages[2].content[0]``) is
+    passed on as it came: before, each ``[n]`` was read as an IPv6 address and said as "the
+    upstream" (``messagesthe upstream.contentthe upstream``)."""
+    said = "messages[2].content[0].source: expected an inline or linked picture; tools[12] too"
+    refused = InvalidRequestError(said, provider="anthropic", provider_status=400)
+    assert shown(refused) == said
+    behind = InvalidRequestError("no route to [fd00::5]:8080 or [::1]", provider="openai")
+    assert shown(behind) == "no route to the upstream or the upstream"

@@ -171,7 +171,7 @@ def test_an_anthropic_history_exports_with_results_in_user_turns() -> None:
             [
                 {
                     "role": "assistant",
-                    "tool_calls": [{"id": "c", "function": {"name": "w", "arguments": "{oops"}}],
+                    "tool_calls": [{"id": "c", "function": {"name": "w", "arguments": 7}}],
                 }
             ],
             "messages[0].tool_calls[0].function.arguments",
@@ -500,3 +500,13 @@ def test_an_sdks_own_objects_in_a_stored_history_are_read_as_their_dicts() -> No
     assert [type(b).__name__ for b in claude[1].content] == ["TextBlock", "ToolUseBlock"]
     with pytest.raises(InvalidRequestError, match=r"messages\[0\]: a metis Message already"):
         from_openai_chat([Message.user("Hi")])
+
+
+def test_a_calls_arguments_that_are_not_json_are_kept_as_they_came() -> None:
+    """OpenAI takes back a call whose arguments are not a JSON object (a model wrote them so):
+    the input is empty, the text kept for OpenAI (its encoder sends it back as it came)."""
+    said = {"id": "c", "type": "function", "function": {"name": "w", "arguments": "{oops"}}
+    (message,) = from_openai_chat([{"role": "assistant", "tool_calls": [said]}])
+    (call,) = message.content
+    assert isinstance(call, ToolUseBlock) and call.input == {} and call.input_error
+    assert call.provider_raw is not None and call.provider_raw.data == {"arguments": "{oops"}

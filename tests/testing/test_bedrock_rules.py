@@ -68,5 +68,6 @@ def test_tool_blocks_need_a_tool_config_and_results_need_a_call() -> None:
 
 
 def test_claude_on_invoke_model_uses_anthropics_rules() -> None:
-    found = RULES["bedrock_anthropic"]({"messages": [{"role": "assistant", "content": "x"}]})
-    assert any("first message must use the user role" in p for p in found)
+    blank = [{"type": "text", "text": " "}]
+    found = RULES["bedrock_anthropic"]({"messages": [{"role": "user", "content": blank}]})
+    assert any("must contain non-whitespace text" in p for p in found)

@@ -279,8 +279,19 @@ def split_json(text: str) -> list[str]:
     return out
 
 
+INLINE_TOKENS = 1600
+"""What an inline file (an image, a PDF's page) counts for: about the most an image costs."""
+_INLINE = re.compile(r"[A-Za-z0-9+/]{2048,}={0,2}")
+"""Base64 data inline in a request (a run no text has): counted as a file, not as text."""
+
+
 def count_tokens(text: str) -> int:
-    """The emulator's token count: a quarter of the characters, at least one for any text."""
+    """The emulator's token count: a quarter of the characters, at least one for any text,
+    and :data:`INLINE_TOKENS` for each run of inline base64 data (the providers count an
+    image by its size in pixels, not by its bytes)."""
+    if len(text) >= 2048:
+        text, files = _INLINE.subn("", text)
+        return (len(text) + 3) // 4 + files * INLINE_TOKENS
     return (len(text) + 3) // 4 if text else 0
 
 

@@ -9,9 +9,10 @@ The rules, from Anthropic's extended-thinking documentation and the SDK's reques
 - with thinking on, ``temperature`` may only be 1, ``top_k`` may not be set and ``top_p`` must
   lie between 0.95 and 1;
 - one thinking setting per assistant turn, and a tool loop is one turn: while a loop is open
-  (the request ends with tool results) and thinking is on, the loop's first assistant message
-  must start with a thinking block (400 "a final assistant message must start with a thinking
-  block");
+  (the request ends with tool results) and manual thinking is on, the loop's first assistant
+  message must start with a thinking block (400 "a final assistant message must start with a
+  thinking block"); adaptive thinking, which may not think, does not ask it (0xPlaygrounds/rig's
+  opus_4_7 adaptive_thinking_streaming_tool_roundtrip_smoke cassette: 200);
 - some models differ (:class:`ModelTraits`): Claude Opus 4.7 takes no sampling parameters (400
   "temperature is deprecated for this model") and thinks only in adaptive mode.
 
@@ -150,10 +151,10 @@ def _output_format_problems(body: dict[str, Any]) -> list[str]:
 
 
 def open_turn(body: dict[str, Any]) -> Iterator[Refusal]:
-    """With thinking on, the assistant message that opens the tool loop still in progress (the
-    request ends with tool results) starts with a thinking block."""
+    """With manual thinking on, the assistant message that opens the tool loop still in
+    progress (the request ends with tool results) starts with a thinking block."""
     thinking = body.get("thinking")
-    if not isinstance(thinking, dict) or thinking.get("type") not in ("enabled", "adaptive"):
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
         return
     messages = body.get("messages")
     first = open_turn_start(messages)

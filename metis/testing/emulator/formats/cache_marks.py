@@ -32,7 +32,7 @@ def _marked(block: Any) -> int:
         return 0
     nested = block.get("content")
     inner = sum(_marked(b) for b in nested) if isinstance(nested, list) else 0
-    return ("cache_control" in block) + inner
+    return (block.get("cache_control") is not None) + inner  # null marks nothing
 
 
 def anthropic_breakpoints(body: dict[str, Any]) -> int:
@@ -41,7 +41,7 @@ def anthropic_breakpoints(body: dict[str, Any]) -> int:
     system = body.get("system")
     count += sum(_marked(b) for b in system) if isinstance(system, list) else 0
     count += sum(_marked(b) for m in body.get("messages") or [] for b in _content(m))
-    return count + ("cache_control" in body)
+    return count + (body.get("cache_control") is not None)
 
 
 def check_breakpoint_limit(body: dict[str, Any], call: Any) -> None:

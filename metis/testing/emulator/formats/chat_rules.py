@@ -5,6 +5,7 @@ checks it names. DeepSeek's thinking mode adds rows and one check.
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
@@ -74,7 +75,7 @@ RULES = table(
         "chosen function": first(chosen_function),
         "tool messages": first(lambda body: tool_messages(body["messages"])),
         "response format": _check_response_format,
-        "model settings": check_openai,
+        "model settings": partial(check_openai, default_temperature=True),
         "prompt cache": check_openai_cache,
         "prompt_cache_key": check_prompt_cache_key,
         "mistral tool ids": check_mistral_tool_ids,

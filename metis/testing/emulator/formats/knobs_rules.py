@@ -32,9 +32,10 @@ def _one_at_a_time(provider: str, model: str, present: Any) -> None:
             raise Refused(ONE_AT_A_TIME.format(*both))
 
 
-def check_openai(body: dict[str, Any], call: Any) -> None:
+def check_openai(body: dict[str, Any], call: Any, default_temperature: bool = False) -> None:
     """OpenAI Chat and Responses (the ranges are rows of ``tables/openai.yaml``): a reasoning
-    model's levels, and the sampling settings (and ``stop``) it refuses while it reasons."""
+    model's levels, and the sampling settings (and ``stop``) it refuses while it reasons
+    (``default_temperature``: but a temperature of 1, its own, as Chat takes it)."""
     model = str(body.get("model", ""))
     rules = setting_rules(ModelInfo(provider="openai", id=model))
     if "stop" in body and rules is not None and rules.refuses_stop:
@@ -58,7 +59,8 @@ def check_openai(body: dict[str, Any], call: Any) -> None:
     reasoning_on = effort not in (None, "none") or not (profile and profile.can_disable)
     held = profile.sampling_only_without_reasoning if profile and reasoning_on else ()
     for name in (*refused, *held):
-        if name in body:
+        default = default_temperature and name == "temperature" and body.get(name) == 1
+        if name in body and not default:
             raise Refused(
                 f"Unsupported parameter: '{name}' is not supported with this model.",
                 name,
@@ -88,10 +90,11 @@ def check_anthropic(body: dict[str, Any], call: Any) -> None:
     if "claude" not in model:
         return
     profile, refused = _model_facts("anthropic", model)
+    given = [name for name, value in body.items() if value != -1]  # -1: the old default, unset
     for name in refused:
-        if name in body:
+        if name in given:
             raise Refused(f"`{name}` is deprecated for this model.")
-    _one_at_a_time("anthropic", model, body.__contains__)
+    _one_at_a_time("anthropic", model, given.__contains__)
     thinking = body.get("thinking")
     kind = thinking.get("type") if isinstance(thinking, dict) else None
     if profile is not None and profile.form == "budget" and kind == "adaptive":

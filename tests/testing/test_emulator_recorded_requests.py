@@ -1,0 +1,236 @@
+"""Requests of the shapes real clients sent, which the provider's answer in the recording
+shows it took or refused, sent straight to the emulator at its own API: it takes what the
+provider took and refuses, in the provider's words, what it refused."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from metis.testing.emulator import Emulator
+
+SAID = [{"role": "user", "content": "Name a large city in Peru."}]
+CHAT_TAKES = {
+    # pydantic/pydantic-ai test_stop_settings[openai]: o3-mini stopped at the word it was given
+    "o3-mini-stop": {"model": "o3-mini", "stop": ["Lima"]},
+    "search-model-web-search": {
+        "model": "gpt-4o-search-preview",
+        "web_search_options": {"search_context_size": "low"},
+    },
+    # crewAIInc/crewAI TestOpenAINativeToolCalling, envoyproxy/ai-gateway chat-multiturn:
+    # a reasoning model takes the temperature it has anyway
+    "gpt-5-nano-default-temperature": {"model": "gpt-5-nano", "temperature": 1},
+}
+CHAT_REFUSES = {
+    # crewAIInc/crewAI test_llm_call_when_stop_is_unsupported
+    "o1-mini-stop": ({"model": "o1-mini", "stop": ["Lima"]}, "'stop' is not supported"),
+    # Mirascope/mirascope test_call_with_params/openai_gpt_5_mini_completions
+    "gpt-5-mini-stop": ({"model": "gpt-5-mini", "stop": ["Lima"]}, "'stop' is not supported"),
+    # pydantic/pydantic-ai test_openai_o1_mini_system_role[developer] and [system]
+    "o1-mini-developer-message": (
+        {"model": "o1-mini", "messages": [{"role": "developer", "content": "Be brief."}, *SAID]},
+        "'messages[0].role' does not support 'developer' with this model",
+    ),
+    # pydantic/pydantic-ai test_openai_web_search_tool_model_not_supported
+    "gpt-4o-web-search": (
+        {"model": "gpt-4o", "web_search_options": {"search_context_size": "low"}},
+        "Web search options not supported with this model.",
+    ),
+    "gpt-5-nano-other-temperature": (
+        {"model": "gpt-5-nano", "temperature": 0.3},
+        "'temperature' is not supported",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def http() -> Iterator[httpx.Client]:
+    with Emulator() as emulator, httpx.Client(base_url=emulator.url, timeout=10) as client:
+        yield client
+
+
+def chat(http: httpx.Client, fields: dict[str, Any]) -> httpx.Response:
+    body = {"messages": SAID, **fields}
+    return http.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+
+
+@pytest.mark.parametrize("name", sorted(CHAT_TAKES))
+def test_chat_takes_what_openai_took(http: httpx.Client, name: str) -> None:
+    reply = chat(http, CHAT_TAKES[name])
+    assert reply.status_code == 200, reply.text
+
+
+@pytest.mark.parametrize("name", sorted(CHAT_REFUSES))
+def test_chat_refuses_what_openai_refused(http: httpx.Client, name: str) -> None:
+    fields, said = CHAT_REFUSES[name]
+    reply = chat(http, fields)
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["type"] == "invalid_request_error"
+    assert said in reply.json()["error"]["message"]
+
+
+def test_an_inline_image_counts_as_an_image_not_as_its_bytes(http: httpx.Client) -> None:
+    """A photo of about a megabyte inline (pydantic/pydantic-ai's
+    test_image_as_binary_content_input, 0xPlaygrounds/rig's image_prompt_from_fixture: both
+    answered 200): before, its base64 was counted as text, hundreds of thousands of tokens,
+    and refused as past the context window."""
+    photo = base64.b64encode(bytes(range(256)) * 4000).decode()
+    content = [
+        {"type": "text", "text": "What is in the photo?"},
+        {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{photo}"}},
+    ]
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": content}]}
+    reply = http.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+    assert reply.status_code == 200, reply.text[:300]
+    assert reply.json()["usage"]["prompt_tokens"] < 5000
+    picture = {"type": "base64", "media_type": "image/jpeg", "data": photo}
+    said = [{"type": "image", "source": picture}, {"type": "text", "text": "What is it?"}]
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 20,
+        "messages": [{"role": "user", "content": said}],
+    }
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    reply = http.post("/v1/messages", json=body, headers=headers)
+    assert reply.status_code == 200, reply.text[:300]
+    assert reply.json()["usage"]["input_tokens"] < 5000
+
+
+def test_a_system_turn_may_add_a_tool(http: httpx.Client) -> None:
+    """A system turn among the messages that adds a deferred tool (pydantic/pydantic-ai's
+    test_native_tool_availability_delta and test_anthropic_lazy_advertisement_live, to
+    claude-opus-4-8: 200); before, the emulator took only text there."""
+    added = {"type": "tool_addition", "tool": {"type": "tool_reference", "name": "find_flight"}}
+    turns = [
+        {"role": "user", "content": "Book me a flight to Lima."},
+        {"role": "assistant", "content": "Let me see what I can use."},
+        {"role": "system", "content": [added]},
+        {"role": "user", "content": "Go ahead."},
+    ]
+    body = {"model": "claude-opus-4-8", "max_tokens": 20, "messages": turns}
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    reply = http.post("/v1/messages", json=body, headers=headers)
+    assert reply.status_code == 200, reply.text[:300]
+    turns[2]["content"] = [
+        {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}}
+    ]
+    refused = http.post("/v1/messages", json=body, headers=headers)
+    assert refused.status_code == 400, refused.text[:300]
+
+
+def test_an_empty_user_turn_is_refused_by_anthropic(http: httpx.Client) -> None:
+    """Mirascope/mirascope's handles-empty-string-content: Anthropic refused a user turn whose
+    content is an empty text (400); the emulator answered it."""
+    body = {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 20,
+        "messages": [{"role": "user", "content": ""}],
+    }
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    reply = http.post("/v1/messages", json=body, headers=headers)
+    assert reply.status_code == 400, reply.text[:300]
+    assert reply.json()["error"]["type"] == "invalid_request_error"
+    assert "must have non-empty content" in reply.json()["error"]["message"]
+
+
+def test_a_null_cache_control_marks_nothing(http: httpx.Client) -> None:
+    """Mirascope/mirascope's test_call_with_mcp_tools (claude-haiku-4-5: 200) sends
+    ``cache_control: null`` on each tool result beside four real marks: the emulator counted
+    the nulls and refused a fifth breakpoint."""
+    marked = {"type": "ephemeral"}
+    system = [{"type": "text", "text": f"Rule {n}.", "cache_control": marked} for n in range(4)]
+    call = {"type": "tool_use", "id": "toolu_01", "name": "look", "input": {}}
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_01",
+        "content": "ok",
+        "cache_control": None,
+    }
+    turns = [
+        {"role": "user", "content": "Look around."},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [result]},
+    ]
+    tool = {"name": "look", "input_schema": {"type": "object"}}
+    body = {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 20,
+        "system": system,
+        "tools": [tool],
+        "messages": turns,
+    }
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    reply = http.post("/v1/messages", json=body, headers=headers)
+    assert reply.status_code == 200, reply.text[:300]
+    result["cache_control"] = marked
+    refused = http.post("/v1/messages", json=body, headers=headers)
+    assert refused.status_code == 400, refused.text[:300]
+    assert "A maximum of 4 blocks with cache_control" in refused.json()["error"]["message"]
+
+
+def test_an_assistants_blank_text_before_its_calls_is_taken(http: httpx.Client) -> None:
+    """simonw/llm-anthropic's test_tools sends back the assistant's turn as Claude wrote it, a
+    text of one space then two tool calls, and claude-haiku-4-5 answered 200; a user's blank
+    text is still refused."""
+    calls = [
+        {"type": "tool_use", "id": f"toolu_0{n}", "name": "pick_name", "input": {}} for n in (1, 2)
+    ]
+    results = [
+        {"type": "tool_result", "tool_use_id": f"toolu_0{n}", "content": name}
+        for n, name in ((1, "Ada"), (2, "Bo"))
+    ]
+    turns = [
+        {"role": "user", "content": "Two names for a goat."},
+        {"role": "assistant", "content": [{"type": "text", "text": " "}, *calls]},
+        {"role": "user", "content": results},
+    ]
+    tool = {"name": "pick_name", "input_schema": {"type": "object"}}
+    body = {"model": "claude-haiku-4-5", "max_tokens": 20, "tools": [tool], "messages": turns}
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    assert http.post("/v1/messages", json=body, headers=headers).status_code == 200
+    turns[0]["content"] = [{"type": "text", "text": "  "}]
+    assert http.post("/v1/messages", json=body, headers=headers).status_code == 400
+
+
+def test_adaptive_thinking_takes_a_loop_opened_without_thinking(http: httpx.Client) -> None:
+    """0xPlaygrounds/rig's opus_4_7 adaptive_thinking_streaming_tool_roundtrip_smoke: with
+    adaptive thinking the model may answer without thinking, and the tool loop it opened so
+    comes back without a thinking block (claude-opus-4-7: 200); manual thinking still asks
+    for one."""
+    call = {"type": "tool_use", "id": "toolu_07", "name": "forecast", "input": {"city": "Oslo"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_07", "content": "Snow."}
+    turns = [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [result]},
+    ]
+    tool = {"name": "forecast", "input_schema": {"type": "object"}}
+    body = {"model": "claude-opus-4-7", "max_tokens": 2000, "tools": [tool], "messages": turns}
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    adaptive = http.post(
+        "/v1/messages", json={**body, "thinking": {"type": "adaptive"}}, headers=headers
+    )
+    assert adaptive.status_code == 200, adaptive.text[:300]
+    manual = {"type": "enabled", "budget_tokens": 1024}
+    body["model"] = "claude-sonnet-4-5"
+    refused = http.post("/v1/messages", json={**body, "thinking": manual}, headers=headers)
+    assert refused.status_code == 400, refused.text[:300]
+    assert "must start with a thinking block" in refused.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("model", ["o1-mini", "o1-preview"])
+def test_the_first_o1_models_are_not_on_the_responses_api(http: httpx.Client, model: str) -> None:
+    """vkryukov/req_llm's fixtures openai/o1_mini and o1_preview basic.json: OpenAI refused them on
+    the Responses API (400, model_not_found); the emulator answered."""
+    body = {"model": model, "input": "Name a large city in Peru."}
+    reply = http.post("/v1/responses", json=body, headers={"authorization": "Bearer k"})
+    assert reply.status_code == 400, reply.text[:300]
+    error = reply.json()["error"]
+    assert (
+        error["code"] == "model_not_found"
+        and "not supported with the Responses API" in error["message"]
+    )
