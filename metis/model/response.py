@@ -30,6 +30,9 @@ class StopReason(Canonical):
     sequence: str | None = None
     """Which of the request's stop sequences ended the reply, where the provider says it
     (Anthropic; Bedrock, for the models that report it); None otherwise."""
+    category: str | None = None
+    """The policy category of a refusal, where the provider names one (Anthropic's
+    ``stop_details.category``: ``cyber``, ``bio``, ...); None otherwise."""
 
 
 class ServerToolRequests(Canonical):
