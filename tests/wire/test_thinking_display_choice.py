@@ -57,8 +57,7 @@ async def test_claude_is_asked_for_the_display_chosen_on_every_platform(
         reply = await answer(adapter, _ask(OPUS[stack], asked), stream)
         body = emulator.bodies(platforms.target(stack))[-1]
         assert _thinking_sent(body) == {"type": "adaptive", "display": display}
-        if stack != "bedrock":
-            assert bool(reply.thinking) is (display == "summarized")
+        assert bool(reply.thinking) is (display == "summarized")
         assert not reply.warnings
 
 
