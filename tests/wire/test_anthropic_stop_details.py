@@ -104,3 +104,9 @@ def test_stop_details_that_is_not_an_object_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError, match="stop_details"):
         parse_body({**body, "stop_details": "cyber"}, MessageBuilder("anthropic", "m"))
     parse_body({**body, "stop_details": None}, MessageBuilder("anthropic", "m"))  # null: none
+
+
+def test_the_category_is_dumped_only_when_set_and_read_back() -> None:
+    refused = StopReason(kind=StopKind.REFUSAL, raw="refusal", category="cyber")
+    assert StopReason.model_validate(refused.model_dump()) == refused
+    assert "category" not in StopReason(kind=StopKind.END_TURN).model_dump()
