@@ -134,6 +134,7 @@ def setting_rules(info: ModelInfo) -> SettingRules | None:
     rules = SettingRules(
         one_at_a_time=_CLAUDE_ONE_OF if _claude_one_of(name, family) else (),
         refuses_stop=_refuses_stop(name, family),
+        refuses_forced_tool_choice=family == "claude" and _claude_refuses_forcing(name),
     )
     return rules if rules != SettingRules() else None
 
@@ -170,6 +171,16 @@ def _claude_one_of(name: str, family: str | None) -> bool:
         return False
     number, tier = version
     return tier is not None and number >= (4, 5) and not _claude_sampling_gone(number, tier)
+
+
+def _claude_refuses_forcing(name: str) -> bool:
+    """Opus from 5.5, Fable and Mythos from 5.1 answer ``tool_choice`` any or tool with a 400
+    (Anthropic's Opus 5.5 page: "Forced tool use returns an error", also on Fable 5.1)."""
+    found = _claude_version(name)
+    if found is None:
+        return False
+    version, tier = found
+    return version >= ((5, 5) if tier == "opus" else (5, 1)) and tier in ("opus", "fable", "mythos")
 
 
 def _claude_sampling_gone(version: tuple[int, int], tier: str | None) -> bool:

@@ -152,9 +152,9 @@ def _tool_choice(raw: Any) -> dict[str, Any]:
 
 
 def _thinking(raw: Any, config: Any, ignored: list[str]) -> ThinkingConfig | None:
-    """``thinking``; adaptive thinking at ``output_config.effort``'s level when it gives one
-    (which other models take as their reasoning effort). Beside thinking with a budget, or none,
-    the effort has no canonical meaning: it is named in ``ignored``."""
+    """``thinking`` (its ``display`` too); adaptive thinking at ``output_config.effort``'s level
+    when it gives one (which other models take as their reasoning effort). Beside thinking with
+    a budget, or none, the effort has no canonical meaning: it is named in ``ignored``."""
     given = config.get("effort") if isinstance(config, Mapping) else None
     effort = effort_thinking(given, "output_config.effort")
     kind = raw.get("type") if isinstance(raw, Mapping) else None
@@ -166,14 +166,18 @@ def _thinking(raw: Any, config: Any, ignored: list[str]) -> ThinkingConfig | Non
         raise InvalidRequestError("thinking: expected an object")
     if kind == "disabled":
         return None
+    display = raw.get("display")
+    if display not in (None, "summarized", "omitted"):
+        raise InvalidRequestError("thinking.display: expected summarized or omitted")
     if kind == "adaptive":
-        return effort or ThinkingConfig(budget_tokens=ADAPTIVE_BUDGET)
+        chosen = effort or ThinkingConfig(budget_tokens=ADAPTIVE_BUDGET)
+        return chosen.model_copy(update={"display": display}) if display else chosen
     if kind != "enabled":
         raise InvalidRequestError("thinking.type: expected enabled, adaptive or disabled")
     budget = optional_int(raw, "budget_tokens")
     if budget is None:
         raise InvalidRequestError("thinking.budget_tokens: expected a positive integer")
-    return ThinkingConfig(budget_tokens=budget)
+    return ThinkingConfig(budget_tokens=budget, display=display)
 
 
 def _schema(body: Mapping[str, Any]) -> dict[str, Any] | None:

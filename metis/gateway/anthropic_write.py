@@ -145,6 +145,14 @@ def stop_reason(reason: StopReason) -> str:
     return STOPS.get(reason.kind, "end_turn")
 
 
+def stop_details(reason: StopReason) -> dict[str, Any]:
+    """A refusal's ``stop_details`` (its category, when known; a content filter's stop is
+    written as a refusal too, of no category); nothing for another stop."""
+    if stop_reason(reason) != "refusal":
+        return {}
+    return {"stop_details": {"type": "refusal", "category": reason.category}}
+
+
 def own(raw: ProviderRaw | None) -> dict[str, Any] | None:
     """What Anthropic wrote of a block (or citation) it made; None for anyone else's."""
     if raw is None or raw.provider != ANTHROPIC or not raw.data:
@@ -193,6 +201,7 @@ def write_message(
         "content": content,
         "stop_reason": stop_reason(response.stop_reason),
         "stop_sequence": response.stop_reason.sequence,
+        **stop_details(response.stop_reason),
         "usage": usage(response.usage, True, more_usage),
     }
 
@@ -356,7 +365,11 @@ class MessageStream(BlockWriter):
 
     def complete(self, item: MessageComplete) -> bytes:
         reason = item.stop_reason
-        delta = {"stop_reason": stop_reason(reason), "stop_sequence": reason.sequence}
+        delta = {
+            "stop_reason": stop_reason(reason),
+            "stop_sequence": reason.sequence,
+            **stop_details(reason),
+        }
         written = usage(item.usage, more=self.more_usage)
         return self._event("message_delta", delta=delta, usage=written) + MESSAGE_STOP
 

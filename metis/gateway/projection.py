@@ -37,6 +37,11 @@ def project(inbound: Inbound, caps: AdapterCapabilities) -> tuple[int, dict[str,
     if fields.get("parallel_tool_calls") and not caps.supports_parallel_tool_calls:
         changes["parallel_tool_calls"] = None
         dropped.append("parallel_tool_calls (the model makes one call at a time)")
+    choice, rules = fields.get("tool_choice"), caps.setting_rules
+    refuses = rules is not None and rules.refuses_forced_tool_choice
+    if refuses and choice is not None and choice.type in ("any", "tool"):
+        changes["tool_choice"] = None  # the model chooses, as with auto
+        dropped.append(f"tool_choice {choice.type} (the model refuses forced tool use)")
     return limit, changes, dropped
 
 

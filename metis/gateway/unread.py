@@ -46,7 +46,7 @@ HINTED_BLOCKS: Known = {
 block's, which Anthropic takes none on, is named)."""
 ANTHROPIC_TOOL = _keys("name", "description", "input_schema", "strict")
 ANTHROPIC_MESSAGE = frozenset({"role", "content"})
-ANTHROPIC_THINKING = _keys("budget_tokens")
+ANTHROPIC_THINKING = _keys("budget_tokens", "display")
 ANTHROPIC_OUTPUT = frozenset({"format", "effort"})
 ANTHROPIC_CHOICE = _keys("name", "disable_parallel_tool_use")
 

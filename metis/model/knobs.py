@@ -75,10 +75,14 @@ class ReasoningProfile(Canonical):
 
 class SettingRules(Canonical):
     """What a model refuses of a request's settings beyond their ranges (from the catalog,
-    metis/catalog/knobs.py): the settings it takes only one at a time, and stop sequences."""
+    metis/catalog/knobs.py): the settings it takes only one at a time, stop sequences, a forced
+    tool choice."""
 
     one_at_a_time: tuple[tuple[SamplingName, ...], ...] = ()
     """Groups of sampling settings the model refuses together (Claude 4.5 and 4.6: temperature
     or top_p); of a group the request sets, the first is sent and the rest left out."""
     refuses_stop: bool = False
     """Stop sequences are refused (OpenAI o3 and o4-mini, xAI grok-4)."""
+    refuses_forced_tool_choice: bool = False
+    """A tool choice that forces tool use (``any`` or a named tool) is refused (Claude Opus
+    from 5.5, Fable and Mythos from 5.1): a CapabilityError before sending."""

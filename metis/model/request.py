@@ -126,6 +126,10 @@ class ThinkingConfig(Canonical):
     ``xhigh``, ``max``."""
     summary: Literal["auto", "concise", "detailed"] | None = None
     """The reasoning summary OpenAI's Responses API returns (default ``auto``)."""
+    display: Literal["summarized", "omitted"] | None = None
+    """Whether the reasoning comes back as text (``summarized``, the default) or is left out
+    (``omitted``: Claude's thinking blocks hold their signature alone, the Responses API is
+    asked for no summary); reported dropped by providers without the choice."""
 
     @model_validator(mode="after")
     def _budget_or_effort(self) -> ThinkingConfig:
@@ -134,6 +138,8 @@ class ThinkingConfig(Canonical):
                 "thinking takes a budget_tokens or an effort, one of the two"
                 + (" (not both)" if self.effort is not None else "")
             )
+        if self.display == "omitted" and self.summary is not None:
+            raise ValueError("thinking takes a summary or display 'omitted', not both")
         return self
 
     @classmethod

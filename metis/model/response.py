@@ -30,6 +30,16 @@ class StopReason(Canonical):
     sequence: str | None = None
     """Which of the request's stop sequences ended the reply, where the provider says it
     (Anthropic; Bedrock, for the models that report it); None otherwise."""
+    category: str | None = None
+    """The policy category of a refusal, where the provider names one (Anthropic's
+    ``stop_details.category``: ``cyber``, ``bio``, ...); None otherwise (and not dumped)."""
+
+    @model_serializer(mode="wrap")
+    def _category_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and self.category is None:  # dumps as it did before it
+            data.pop("category", None)
+        return data
 
 
 class ServerToolRequests(Canonical):

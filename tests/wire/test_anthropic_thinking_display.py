@@ -92,3 +92,48 @@ def test_the_emulator_refuses_thinking_switched_off_on_a_model_that_always_think
     assert refused.status_code == 400
     assert "thinking.type.disabled" in refused.json()["error"]["message"]
     assert _post(emulator, {"type": "disabled"}, "claude-opus-5").status_code == 200
+
+
+def _on_platform(emulator: Emulator, platform: str, model: str, thinking: dict[str, Any]) -> str:
+    """The text of the first reasoning block Bedrock (InvokeModel, Converse) or Vertex gives."""
+    import httpx
+
+    body: dict[str, Any] = {"max_tokens": 2000, "thinking": thinking}
+    body["messages"] = [{"role": "user", "content": "Plan a trip"}]
+    bedrock = f"{emulator.base_url('bedrock')}/model/global.anthropic.{model}"
+    auth = {"authorization": "Bearer k"}
+    if platform == "vertex":
+        url = f"{emulator.base_url('vertex_anthropic')}/v1/projects/p/locations/global"
+        url += f"/publishers/anthropic/models/{model}:rawPredict"
+        body["anthropic_version"] = "vertex-2023-10-16"
+        answer = httpx.post(url, json=body, headers={"authorization": "Bearer ya29.t"}).json()
+        return str(answer["content"][0]["thinking"])
+    if platform == "invoke":
+        body["anthropic_version"] = "bedrock-2023-05-31"
+        answer = httpx.post(f"{bedrock}/invoke", json=body, headers=auth).json()
+        return str(answer["content"][0]["thinking"])
+    converse = {
+        "messages": [{"role": "user", "content": [{"text": "Plan a trip"}]}],
+        "additionalModelRequestFields": {"thinking": thinking},
+    }
+    answer = httpx.post(f"{bedrock}/converse", json=converse, headers=auth).json()
+    return str(
+        answer["output"]["message"]["content"][0]["reasoningContent"]["reasoningText"]["text"]
+    )
+
+
+@pytest.mark.parametrize("platform", ["vertex", "invoke", "converse"])
+def test_bedrock_and_vertex_omit_the_text_by_default_as_their_platforms_do(platform: str) -> None:
+    """On Vertex and Bedrock too, Claude Opus 4.7 on leaves its thinking's text out unless the
+    request says ``display: summarized`` (anthropics/claude-code#86959: Vertex rawPredict with
+    ``display: summarized`` returns the text, without it only a signature; #71599 and
+    can1357/oh-my-pi#1373 for Bedrock); Converse takes the same ``thinking`` through
+    ``additionalModelRequestFields``, and adaptive thinking is thinking there too."""
+    from metis.testing.emulator import Reply
+
+    with Emulator(model=[Reply(thinking="Paris first", text="ok")] * 3) as emulator:
+        omitted = _on_platform(emulator, platform, "claude-opus-4-7", {"type": "adaptive"})
+        asked = {"type": "adaptive", "display": "summarized"}
+        shown = _on_platform(emulator, platform, "claude-opus-4-7", asked)
+        older = _on_platform(emulator, platform, "claude-sonnet-4-6", {"type": "adaptive"})
+    assert (omitted, shown, older) == ("", "Paris first", "Paris first")

@@ -163,6 +163,8 @@ def unmet_needs(
         problems.append("the request uses tools and the model has no tool calling")
     if request.parallel_tool_calls and not caps.supports_parallel_tool_calls:
         problems.append("parallel tool calls were asked for and the model makes one at a time")
+    if forces_tool_use(request) and refuses_forcing(caps):
+        problems.append("tool use was forced (tool_choice any or tool) and the model refuses that")
     if request.stop_sequences and not caps.supports_stop_sequences:
         problems.append("stop sequences were given and the model takes none")
     thinking = request.thinking
@@ -185,6 +187,16 @@ def unmet_needs(
     if estimate > caps.max_context_tokens:
         problems.append(_past_context(estimate, caps.max_context_tokens))
     return problems
+
+
+def forces_tool_use(request: CanonicalRequest) -> bool:
+    """Whether the request's tool choice forces a tool call (``any`` or a named tool)."""
+    return request.tool_choice is not None and request.tool_choice.type in ("any", "tool")
+
+
+def refuses_forcing(caps: AdapterCapabilities) -> bool:
+    """Whether the model refuses a forced tool choice (the catalog's setting rules)."""
+    return caps.setting_rules is not None and caps.setting_rules.refuses_forced_tool_choice
 
 
 _PAST_CONTEXT = "the input is "

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from metis.testing.emulator.wire import count_tokens
 
-StopKind = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence"]
+StopKind = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal"]
 # Claude Code wraps its own context in these; they are not the user's words.
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
@@ -143,6 +143,8 @@ class Reply:
     stop: StopKind = "end_turn"
     stop_sequence: str | None = None
     """The stop sequence that ended the text (the text cut before it), when one did."""
+    category: str | None = None
+    """A refusal's policy category (``stop="refusal"``): Anthropic's ``stop_details``."""
     usage: Usage = field(default_factory=Usage)
     server: list[Any] = field(default_factory=list)
     """Server tools the reply ran, before its text (:mod:`.server_tools`)."""

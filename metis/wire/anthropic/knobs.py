@@ -4,10 +4,12 @@ Thinking: ``{type: enabled, budget_tokens}`` for a budget; ``{type: adaptive, di
 summarized}`` with ``output_config.effort`` for an effort (``low``, ``medium``, ``high``,
 ``xhigh``, ``max``), or a budget from the table of docs/reasoning.md where the model takes no
 adaptive thinking; ``{type: disabled}`` for effort ``none`` (no ``thinking`` at all for an
-adaptive-only model that thinks only when asked: Opus 4.7 and 4.8). ``display`` left out is
-``omitted`` from Claude Opus 4.7 on: thinking blocks would come back as a signature with no
-text. With thinking on, Anthropic takes only temperature 1, top_p from 0.95 and no top_k
-(:mod:`metis.wire.anthropic.rules`): any other is left out with a warning.
+adaptive-only model that thinks only when asked: Opus 4.7 and 4.8). ``display`` is the
+request's (``ThinkingConfig.display``), else ``summarized`` for adaptive thinking: left out it
+is ``omitted`` from Claude Opus 4.7 on, thinking blocks coming back as a signature with no
+text; a budget sends it only when asked. With thinking on, Anthropic takes only temperature 1,
+top_p from 0.95 and no top_k (:mod:`metis.wire.anthropic.rules`): any other is left out with
+a warning.
 """
 
 from __future__ import annotations
@@ -32,16 +34,20 @@ def thinking_fields(thinking: ThinkingConfig, max_tokens: int, wire_model: str) 
         if "enabled" not in modes and not claude_thinks_unasked(wire_model):
             return {}  # Opus 4.7 and 4.8: off unless asked, and "disabled" is a 400 on Bedrock
         return {"thinking": {"type": "disabled"}}
+    adaptive = {**ADAPTIVE, "display": thinking.display or ADAPTIVE["display"]}
     if thinking.effort is not None and "adaptive" in modes:
         effort = _ANTHROPIC_EFFORTS.get(thinking.effort, thinking.effort)
-        return {"thinking": dict(ADAPTIVE), "output_config": {"effort": effort}}
+        return {"thinking": adaptive, "output_config": {"effort": effort}}
     if "enabled" not in modes:
-        return {"thinking": dict(ADAPTIVE)}
+        return {"thinking": adaptive}
     ceiling = (
         None if thinking.budget_tokens is not None else max(max_tokens - 1, MIN_THINKING_BUDGET)
     )
     budget = budget_of(thinking, ceiling)  # a budget given goes as given: pre_send_check checks it
-    return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+    enabled: dict[str, Any] = {"type": "enabled", "budget_tokens": budget}
+    if thinking.display is not None:
+        enabled["display"] = thinking.display
+    return {"thinking": enabled}
 
 
 def sampling_fields(

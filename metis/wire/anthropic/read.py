@@ -314,17 +314,21 @@ def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[Stream
     return builder.take()
 
 
-def stop_reason(raw: str, sequence: str | None = None) -> StopReason:
+def stop_reason(raw: str, sequence: str | None = None, category: str | None = None) -> StopReason:
     kind = _STOP_KINDS.get(raw, StopKind.PROVIDER_SPECIFIC)
-    return StopReason(kind=kind, raw=raw, sequence=sequence)
+    return StopReason(kind=kind, raw=raw, sequence=sequence, category=category)
 
 
 def _stop(builder: MessageBuilder, holder: dict[str, Any], where: str) -> None:
-    """The stop reason ``holder`` (a message, or a ``message_delta``'s delta) gives, and the
-    stop sequence that ended the reply when it names one."""
+    """The stop reason ``holder`` (a message, or a ``message_delta``'s delta) gives, the stop
+    sequence that ended the reply when it names one, and a refusal's category
+    (``stop_details``)."""
     raw = optional_text(holder, "stop_reason", where)
-    if raw is not None:
-        builder.stop(stop_reason(raw, optional_text(holder, "stop_sequence", where)))
+    if raw is None:
+        return
+    details = optional_object(holder, "stop_details", where)
+    category = optional_text(details, "category", f"{where}.stop_details") if details else None
+    builder.stop(stop_reason(raw, optional_text(holder, "stop_sequence", where), category))
 
 
 # Errors ------------------------------------------------------------------------------------

@@ -56,6 +56,8 @@ def _reasoning_fields(
     thinking = request.thinking
     if thinking is None:
         return fields
+    if thinking.display is not None:
+        call.warn_dropped("reasoning.display", "only Claude takes a display setting on Bedrock")
     if family == "gpt":
         fields["reasoning_effort"] = effort_of(thinking)
     elif family == "nova":

@@ -14,6 +14,11 @@ from metis.wire.knobs.sampling import fit_sampling, fit_setting_rules
 
 SUMMARY_DIALECTS = frozenset({"openai_responses"})
 """The dialects that carry ``thinking.summary``."""
+DISPLAY_DIALECTS = (
+    frozenset({"anthropic", "bedrock_anthropic", "bedrock_converse"}) | SUMMARY_DIALECTS
+)
+"""The dialects that carry ``thinking.display`` (Claude's ``thinking.display``; the Responses
+API's summary left out for ``omitted``); Converse for Claude only (metis.wire.bedrock_converse)."""
 
 
 def fit_request(
@@ -62,6 +67,9 @@ def _fitted_thinking(
     if thinking.summary is not None and dialect not in SUMMARY_DIALECTS:
         call.warn_dropped("reasoning.summary", "this provider has no reasoning summary setting")
         thinking = thinking.model_copy(update={"summary": None})
+    if thinking.display is not None and dialect not in DISPLAY_DIALECTS:
+        call.warn_dropped("reasoning.display", "this provider has no reasoning display setting")
+        thinking = thinking.model_copy(update={"display": None})
     return fit_reasoning(
         thinking,
         caps.reasoning,

@@ -84,7 +84,9 @@ def _off(thinking: ThinkingConfig, profile: ReasoningProfile, warn: Warn) -> Thi
         return thinking.model_copy(update={"effort": lowest})
     lowest_budget = profile.budget_min or EFFORT_BUDGETS["minimal"]
     warn(f"the model cannot stop reasoning; effort 'none' became its least budget, {lowest_budget}")
-    return ThinkingConfig(budget_tokens=lowest_budget, summary=thinking.summary)
+    return ThinkingConfig(
+        budget_tokens=lowest_budget, summary=thinking.summary, display=thinking.display
+    )
 
 
 def _as_budget(
@@ -105,7 +107,7 @@ def _as_budget(
     fitted = max(floor, min(budget, ceiling)) if ceiling is not None else max(floor, budget)
     if asked is not None and fitted != asked:
         warn(f"budget_tokens {asked} is outside the model's range; {fitted} was sent")
-    return ThinkingConfig(budget_tokens=fitted, summary=thinking.summary)
+    return ThinkingConfig(budget_tokens=fitted, summary=thinking.summary, display=thinking.display)
 
 
 def _as_effort(thinking: ThinkingConfig, profile: ReasoningProfile, warn: Warn) -> ThinkingConfig:
@@ -116,4 +118,4 @@ def _as_effort(thinking: ThinkingConfig, profile: ReasoningProfile, warn: Warn) 
     if fitted != effort:
         given = f"effort {asked!r}" if asked else f"budget_tokens {thinking.budget_tokens}"
         warn(f"{given} asks for {effort!r}, which the model lacks; {fitted!r} was sent")
-    return ThinkingConfig(effort=fitted, summary=thinking.summary)
+    return ThinkingConfig(effort=fitted, summary=thinking.summary, display=thinking.display)

@@ -107,10 +107,9 @@ def encode_request(
     if request.output_schema is not None:
         body["text"] = {"format": _json_schema_format(request.output_schema)}
     if request.thinking is not None:
-        body["reasoning"] = {
-            "effort": effort_of(request.thinking),
-            "summary": request.thinking.summary or "auto",
-        }
+        body["reasoning"] = {"effort": effort_of(request.thinking)}
+        if request.thinking.display != "omitted":  # no summary asked: none comes back
+            body["reasoning"]["summary"] = request.thinking.summary or "auto"
     include = ["reasoning.encrypted_content"] if include_encrypted_reasoning else []
     if include := include + includes(request):
         body["include"] = include

@@ -272,7 +272,10 @@ def message_events(message: dict[str, Any], content: list[ContentBlock]) -> list
             written += writer.kept(block)
         for item in block_events(index, block, empty_input=False):
             written += writer.feed(item)
-    stop = StopReason(kind=StopKind(message["stop_reason"]), sequence=message["stop_sequence"])
+    category = (message.get("stop_details") or {}).get("category")
+    stop = StopReason(
+        kind=StopKind(message["stop_reason"]), sequence=message["stop_sequence"], category=category
+    )
     written += writer.feed(MessageComplete([], stop, tokens))
     frames: list[Frame] = []
     for event in written.split(b"\n\n")[:-1]:

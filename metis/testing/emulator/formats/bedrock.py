@@ -35,6 +35,7 @@ from metis.testing.emulator.formats.converse import (
     RULES,
     converse_message,
     converse_prompt,
+    reasoning_shown,
     stream_events,
 )
 from metis.testing.emulator.model import Prompt, Reply
@@ -201,7 +202,7 @@ class Bedrock(Format):
                 return message
             headers = {**self.headers(call.request), **invoke_headers(message)}
             return JsonReply(200, message, headers)
-        message = converse_message(reply, ids, call.issued)
+        message = converse_message(reply, ids, call.issued, reasoning_shown(call.model, call.body))
         asked = call.body.get("additionalModelResponseFieldPaths") or ()
         if reply.stop_sequence is not None and "/stop_sequence" in asked:
             message["additionalModelResponseFields"] = {"stop_sequence": reply.stop_sequence}

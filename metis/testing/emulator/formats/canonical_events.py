@@ -48,7 +48,9 @@ def response_of(reply: Reply, content: list[ContentBlock], model: str) -> Canoni
         reasoning_tokens=usage.thinking_tokens,
         server_tools=ServerToolRequests(web_search=searches),
     )
-    stop = StopReason(kind=StopKind(reply.stop), sequence=reply.stop_sequence)
+    stop = StopReason(
+        kind=StopKind(reply.stop), sequence=reply.stop_sequence, category=reply.category
+    )
     return CanonicalResponse(
         request_id="", model=model, provider="", content=content, stop_reason=stop,
         usage=tokens, latency_ms=0,

@@ -19,7 +19,7 @@ from metis.testing.emulator.formats.cache_marks import (
     converse_breakpoints,
     unmarked,
 )
-from metis.testing.emulator.formats.knobs_rules import check_converse
+from metis.testing.emulator.formats.knobs_rules import check_converse, thinking_shown
 from metis.testing.emulator.formats.server_converse import (
     citations_block,
     code_blocks,
@@ -100,7 +100,7 @@ def converse_prompt(model: str, body: dict[str, Any]) -> Prompt:
         system=system,
         tools=tools,
         tool_choice=tool or ("required" if "any" in choice else "auto"),
-        thinking=thinking.get("type") == "enabled",
+        thinking=thinking.get("type") in ("enabled", "adaptive"),
         max_tokens=inference.get("maxTokens"),
         stop_sequences=list(inference.get("stopSequences") or ()),
         output_schema=strict_tools.converse_output_schema(body),
@@ -133,13 +133,24 @@ def _turn(message: dict[str, Any]) -> Turn:
     return turn
 
 
-def converse_message(reply: Reply, ids: Ids, issued: list[str]) -> dict[str, Any]:
+def reasoning_shown(model: str, body: dict[str, Any]) -> bool:
+    """Whether Claude's reasoning comes back with its text on Converse: as on the Messages API,
+    ``thinking.display`` (in ``additionalModelRequestFields``) says, else the model's default
+    (``omitted`` from Claude Opus 4.7 on)."""
+    fields = body.get("additionalModelRequestFields")
+    thinking = fields.get("thinking") if isinstance(fields, dict) else None
+    return thinking_shown({"model": model, "thinking": thinking})
+
+
+def converse_message(
+    reply: Reply, ids: Ids, issued: list[str], shown: bool = True
+) -> dict[str, Any]:
+    """The reply's message (``shown``: its reasoning's text, else its signature alone)."""
     content: list[dict[str, Any]] = []
     if reply.thinking:
-        sig = signature(SIGNATURE_KIND, reply.thinking)
-        content.append(
-            {"reasoningContent": {"reasoningText": {"text": reply.thinking, "signature": sig}}}
-        )
+        text = reply.thinking if shown else ""
+        sig = signature(SIGNATURE_KIND, text)
+        content.append({"reasoningContent": {"reasoningText": {"text": text, "signature": sig}}})
     content += code_blocks(reply, ids, issued)
     if reply.text:
         content += [{"text": reply.text}, *citations_block(reply)]

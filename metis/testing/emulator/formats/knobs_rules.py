@@ -95,6 +95,8 @@ def check_anthropic(body: dict[str, Any], call: Any) -> None:
         if name in given:
             raise Refused(f"`{name}` is deprecated for this model.")
     _one_at_a_time("anthropic", model, given.__contains__)
+    choice = body.get("tool_choice")
+    _refuse_forcing("anthropic", model, isinstance(choice, dict) and choice.get("type"))
     thinking = body.get("thinking")
     kind = thinking.get("type") if isinstance(thinking, dict) else None
     if profile is not None and profile.form == "budget" and kind == "adaptive":
@@ -146,9 +148,27 @@ def check_gemini(body: dict[str, Any], call: Any) -> None:
 
 
 def check_converse(body: dict[str, Any], call: Any) -> None:
-    """Bedrock Converse: a Claude model's settings taken one at a time, as Anthropic's."""
+    """Bedrock Converse: a Claude model's settings taken one at a time, and its refusal of a
+    forced tool choice, as Anthropic's."""
+    model = str(getattr(call, "model", ""))
+    choice = (body.get("toolConfig") or {}).get("toolChoice")
+    forced = next(iter(choice), None) if isinstance(choice, dict) else None
+    _refuse_forcing("bedrock", model, forced)
     config = body.get("inferenceConfig")
     if not isinstance(config, dict):
         return
     wire = {"temperature": "temperature", "top_p": "topP"}
-    _one_at_a_time("bedrock", str(getattr(call, "model", "")), lambda n: wire.get(n) in config)
+    _one_at_a_time("bedrock", model, lambda n: wire.get(n) in config)
+
+
+FORCED = 'tool_choice: type "tool" and "any" are not supported for this model.'
+"""Claude Opus 5.5's and Fable 5.1's words for a forced tool choice (can1357/oh-my-pi#12939,
+anthropics/claude-cookbooks#854, quoting the 400s)."""
+
+
+def _refuse_forcing(provider: str, model: str, kind: Any) -> None:
+    if kind not in ("any", "tool"):
+        return
+    rules = setting_rules(ModelInfo(provider=provider, id=model))
+    if rules is not None and rules.refuses_forced_tool_choice:
+        raise Refused(FORCED)
