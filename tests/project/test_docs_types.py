@@ -30,9 +30,13 @@ def test_the_docs_python_blocks_type_check(tmp_path: Path, request: pytest.Fixtu
             name = f"{page.stem.replace('-', '_')}_{index}.py"
             (tmp_path / name).write_text(block, encoding="utf-8")
             files[name] = page.name
-    cache = request.config.cache.mkdir("mypy-docs") if request.config.cache else tmp_path / "c"
+    # The project's mypy cache and settings, as `mypy metis examples` leaves them: only the
+    # blocks are checked, not metis and its dependencies again (tests/calls/test_tool_typing.py).
+    root = request.config.rootpath
+    cache = root / ".mypy_cache" if request.config.cache else tmp_path / "c"
+    settings = ["--config-file", str(root / "pyproject.toml"), "--strict", "--no-error-summary"]
     out, err, _ = api.run(
-        ["--strict", "--no-error-summary", "--cache-dir", str(cache), "--python-version", "3.11"]
+        [*settings, "--cache-dir", str(cache), "--python-version", "3.11"]
         + [str(tmp_path / name) for name in files]
     )
     errors = [line for line in out.splitlines() if ": error: " in line]
