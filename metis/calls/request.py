@@ -207,7 +207,8 @@ _OPTION_OF_FIELD = {"system_prompt": "system"}
 
 def _invalid_option(exc: ValidationError, options: CallOptions) -> InvalidRequestError:
     """A request field's validation error as the call's option, named as the caller gave it."""
-    problems = []
+    problems: list[str] = []
+    hinted: set[str] = set()
     for err in exc.errors():
         loc = [str(part) for part in err["loc"]]
         if loc and loc[0] == "thinking" and "reasoning" in options:
@@ -217,8 +218,9 @@ def _invalid_option(exc: ValidationError, options: CallOptions) -> InvalidReques
         shown = repr(err.get("input"))
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
         problems.append(f"{'.'.join(loc) or 'request'}: {err['msg']} (got {shown})")
-        if len(loc) == 1 and loc[0] in _WHAT_IT_TAKES:
+        if loc and loc[0] in _WHAT_IT_TAKES.keys() - hinted:  # said once, a field inside too
             problems[-1] += _WHAT_IT_TAKES[loc[0]]
+            hinted.add(loc[0])
     return InvalidRequestError("; ".join(problems))
 
 

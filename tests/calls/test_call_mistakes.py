@@ -47,6 +47,12 @@ def get_weather(city: str) -> str:
             {"cache": "off"},
             "(got 'off'): cache is a metis.CachePolicy (ttl=, conversation=, ...); ",
         ),
+        (  # Anthropic's own form: what the option takes is said for a field inside it too
+            {"thinking": {"type": "enabled", "budget_tokens": 2000}},
+            "thinking.type: Extra inputs are not permitted (got 'enabled'): thinking is a "
+            "metis.ThinkingConfig (effort= or budget_tokens=), an effort ('high') or a token "
+            "budget (8000)",
+        ),
     ],
 )
 def test_a_value_of_the_wrong_type_is_an_invalid_request_naming_the_option(
