@@ -27,6 +27,7 @@ from metis.model.response import CanonicalResponse
 from metis.model.server_tools import ServerToolLike
 from metis.pipeline.settings import setting_named
 from metis.routing.router import Router
+from metis.tool_schemas import typed_dict_advice
 from metis.tools import AnyTool, as_tool_definition, described_value, tool_list
 from metis.wire.knobs.reasoning import EFFORT_BUDGETS
 
@@ -258,6 +259,7 @@ def structured_output(output_type: type[T] | None, options: ModelOptions) -> Typ
             f"output_type {_type_name(output_type)} has no JSON schema a model can fill; use a "
             "pydantic model, a dataclass, a TypedDict or a JSON type (str, int, float, bool, "
             f"list, dict, Literal) ({getattr(exc, 'code', type(exc).__name__)})"
+            + typed_dict_advice(exc)
         ) from None
     return output
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 import socket
+import sys
+import typing
 from typing import Any
 
 import pydantic
@@ -424,3 +426,26 @@ def test_an_input_over_the_window_is_a_context_overflow_as_in_a_session(
     with pytest.raises(metis.CapabilityError) as other:  # more than the window wrong: not it
         metis.complete("anthropic:claude-sonnet-4-5", long, max_output_tokens=10**7)
     assert not isinstance(other.value, metis.ContextOverflowError)
+
+
+class Movie(typing.TypedDict):
+    title: str
+
+
+def rate(movie: Movie) -> str:
+    """Rate a movie."""
+    return movie["title"]
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="pydantic reads typing.TypedDict there")
+def test_a_typing_typed_dict_before_python_3_12_says_to_take_typing_extensions(
+    at_emulator: Emulator,
+) -> None:
+    """The error said 'use ... a TypedDict' to a user who had given one (typing's, which
+    pydantic refuses before Python 3.12), for an output_type and a tool's parameter alike."""
+    said = "from typing_extensions import TypedDict"
+    with pytest.raises(ConfigError, match=said):
+        metis.complete(MODEL, "Hi", output_type=Movie)
+    with pytest.raises(ConfigError, match=said):
+        metis.tool(rate)
+    assert at_emulator.stats.requests == 0
