@@ -318,12 +318,23 @@ def stack_and_model(model: str) -> tuple[str, str]:
     stack_name, sep, wire = model.partition(":")
     if not sep or not stack_name or not wire:
         meant = _with_provider(model) if not sep else None
-        hint = f"; did you mean {meant!r}?" if meant else ""
+        hint = f"; did you mean {meant!r}?" if meant else _REGISTRY_NAME.format(model)
         raise ConfigError(
             "expected a model as 'provider:model' (e.g. anthropic:claude-sonnet-4-5), "
             f"got {model!r}{hint}"
         )
+    if stack_name == "route":  # what a Router's requests are named, not a stack
+        raise ConfigError(
+            f"{model!r} names a route; a call takes the route as its Router: "
+            f"metis.complete(Registry.load(path).router({wire!r}), ...), or a Router([...])"
+        )
     return stack_name, wire
+
+
+_REGISTRY_NAME = (
+    "; a name of a models.yaml goes through its Registry: registry.request({0!r}, ...), or a "
+    "route's Router: metis.complete(registry.router(name), ...) (docs/models-yaml.md)"
+)
 
 
 _FIRST_PARTY = ("anthropic", "openai", "gemini", "mistral", "xai", "deepseek", "groq", "bedrock")
