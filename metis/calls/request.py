@@ -10,7 +10,7 @@ from pydantic import PydanticUserError, TypeAdapter, ValidationError
 from metis.adapter.adapter import Adapter
 from metis.calls.notes import call_note as call_note
 from metis.calls.notes import unknown_model_note as unknown_model_note
-from metis.calls.option_types import check_option_types, check_provider_keys
+from metis.calls.option_types import check_forced_tool, check_option_types, check_provider_keys
 from metis.core.options import check_options
 from metis.errors import (
     ConfigError,
@@ -147,6 +147,7 @@ def build_request(
         limit = adapter.capabilities_for(adapter.wire_model(model)).max_output_tokens
         max_output_tokens = min(limit, default_output_tokens(options))
     tools = tool_list(options.get("tools", ()))
+    check_forced_tool(options.get("tool_choice"), tools)
     names = [t.adapter.name for t in adapter.targets] if isinstance(adapter, Router) else []
     check_provider_keys(options, [*names, getattr(adapter, "name", "")])
     stops = options.get("stop_sequences", ())

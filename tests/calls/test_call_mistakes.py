@@ -449,3 +449,19 @@ def test_a_typing_typed_dict_before_python_3_12_says_to_take_typing_extensions(
     with pytest.raises(ConfigError, match=said):
         metis.tool(rate)
     assert at_emulator.stats.requests == 0
+
+
+@pytest.mark.parametrize("choice", [metis.ToolChoice.any(), metis.ToolChoice.tool("get_weather")])
+def test_a_tool_forced_with_no_tools_given_is_refused(
+    at_emulator: Emulator, choice: metis.ToolChoice
+) -> None:
+    """tool_choice forcing a call with tools= forgotten was left out without a word: the
+    model answered in text, and the application waited for a call that never came."""
+    with pytest.raises(InvalidRequestError, match="no tools were given; pass tools="):
+        metis.complete(MODEL, "Weather in Paris?", tool_choice=choice)
+    session = metis.Session(MODEL, tool_choice=choice)
+    with pytest.raises(InvalidRequestError, match="no tools were given"):
+        session.send("Weather in Paris?")
+    assert at_emulator.stats.requests == 0
+    reply = metis.complete(MODEL, "Hi", tool_choice=metis.ToolChoice.none())  # nothing forced
+    assert reply.text
