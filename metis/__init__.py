@@ -209,6 +209,7 @@ _EXPORTS: dict[str, str] = {
         "metis.telemetry",
     ),
     **dict.fromkeys(["Tool", "arun_tools", "run_tools", "tool"], "metis.tools"),
+    "ToolError": "metis.tool_results",
 }
 """Every public name of ``metis``, and the module it is imported from on first use."""
 
@@ -384,6 +385,7 @@ if TYPE_CHECKING:
     from metis.telemetry import TelemetryEvent as TelemetryEvent
     from metis.telemetry import TelemetrySink as TelemetrySink
     from metis.telemetry import ToolIdStoreFailed as ToolIdStoreFailed
+    from metis.tool_results import ToolError as ToolError
     from metis.tools import Tool as Tool
     from metis.tools import arun_tools as arun_tools
     from metis.tools import run_tools as run_tools

@@ -27,6 +27,12 @@ from metis.wire.unicode_text import clean
 log = logging.getLogger("metis")
 
 
+class ToolError(Exception):
+    """Raised by a tool to tell the model why it has no answer ("no city named 'Pariss'"):
+    the message, as written, is the ``is_error`` result the model reads, and it is logged at
+    DEBUG only. Any other exception a tool raises is a WARN with its traceback."""
+
+
 def unrunnable(call: ToolUseBlock, tools: Collection[str]) -> ToolResultBlock:
     """An unknown tool, or an input that is not whole (arguments that were not a JSON object, a
     call cut off by the output limit): answered with why, never run."""
@@ -53,12 +59,14 @@ def failed(call: ToolUseBlock, exc: Exception) -> ToolResultBlock:
         )
         text = f"the arguments of {call.name} are not valid: {problems}"
     else:
-        text = described(exc)
-        log.warning(
+        said = isinstance(exc, ToolError)  # the tool's own answer, not a fault of the tool
+        text = described(exc).removeprefix(f"{type(exc).__name__}: ") if said else described(exc)
+        log.log(
+            logging.DEBUG if said else logging.WARNING,
             "tool %r raised %s; the model is told, in an is_error result\n%s",
             call.name,
             clean(text),
-            _where(exc),
+            "" if said else _where(exc),
             extra={"event": "metis.tool_failed", "tool": call.name, "tool_use_id": call.id},
         )
     return ToolResultBlock(tool_use_id=call.id, content=clean(text), is_error=True)

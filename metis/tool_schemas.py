@@ -65,17 +65,29 @@ def input_schema(function: Callable[..., Any], name: str) -> dict[str, Any]:
         for parameter, annotation in hints.items():
             try:
                 TypeAdapter[Any](annotation).json_schema()
-            except PydanticUserError:
+            except PydanticUserError as refused:
                 raise ConfigError(
                     f"tool {name!r}: parameter {parameter!r} has the type "
                     f"{_type_name(annotation)}, which has no JSON schema a model can fill; use a "
                     "JSON type (str, int, float, bool, list, dict, Literal, a pydantic model)"
+                    + typed_dict_advice(refused)
                 ) from None
         reason = str(exc).split(". ")[0]  # pydantic's advice after it is about its models
         raise ConfigError(
             f"tool {name!r}: no JSON schema for its parameters ({reason}); a tool is a Python "
             "function whose parameters have type hints of JSON types"
         ) from None
+
+
+def typed_dict_advice(refused: BaseException) -> str:
+    """What would do for a ``typing.TypedDict``, which pydantic reads only from
+    ``typing_extensions`` before Python 3.12; else nothing."""
+    if getattr(refused, "code", None) != "typed-dict-version":
+        return ""
+    return (
+        "; it is a typing.TypedDict, which pydantic takes only from typing_extensions before "
+        "Python 3.12: from typing_extensions import TypedDict"
+    )
 
 
 def _parameter_types(function: Callable[..., Any]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from metis.pipeline.stores import ToolIdStore, default_tool_id_store
 from metis.stacks.deferred import checked_without_code
 from metis.stacks.loader import StackSpec, endpoint_for, load_stack
 from metis.stacks.model_ids import own_stack_names, wire_name
-from metis.telemetry import NULL_SINK, TelemetrySink
+from metis.telemetry.sink import TelemetrySink, default_sink
 from metis.transport.clients import AsyncHTTPClient, as_httpx
 from metis.transport.loop_clients import LoopClients, own_client
 
@@ -90,7 +90,7 @@ class Adapter(Lifecycle):
             extra_headers=self.config.extra_headers,
         )
         self._tool_id_store = tool_id_store or default_tool_id_store
-        self._telemetry = telemetry or NULL_SINK
+        self._telemetry = telemetry or default_sink()
         self._client = self.config.http_client
         self._owns_client = self._client is None
         self._registry = registry

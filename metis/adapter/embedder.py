@@ -58,7 +58,7 @@ from metis.stacks.embedding import (
     load_embedding_stack,
 )
 from metis.stacks.loader import endpoint_for
-from metis.telemetry import NULL_SINK, TelemetrySink
+from metis.telemetry.sink import TelemetrySink, default_sink
 from metis.transport.clients import AsyncHTTPClient, as_httpx
 from metis.transport.loop_clients import LoopClients
 from metis.transport.stage import http_client
@@ -106,7 +106,7 @@ class Embedder:
             extra_headers=self.config.extra_headers,
         )
         self.codec = embedding_codec(spec.codec)
-        self.telemetry = telemetry or NULL_SINK
+        self.telemetry = telemetry or default_sink()
         self.limiter = limiter
         """Admits each request (a router's :class:`~metis.routing.limits.Limiter`: concurrent
         calls, requests and tokens per minute), or None."""

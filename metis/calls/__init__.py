@@ -29,13 +29,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TypeVar, Unpack, overload
 
 from metis.adapter.adapter import Adapter
 from metis.adapter.count_tokens import TokenCount
 from metis.calls.adapters import leased_adapter, this_loop
-from metis.calls.background import BackgroundLoop, blocking_loop_for, on_background_loop
+from metis.calls.background import (
+    BackgroundLoop,
+    BlockingStream,
+    blocking_loop_for,
+    on_background_loop,
+)
 from metis.calls.priced import with_cost
 from metis.calls.request import (
     DEFAULT_MAX_RETRIES,
@@ -177,7 +182,7 @@ async def acomplete(
 
 def stream(
     model: ModelLike, messages: MessagesLike, **options: Unpack[CallOptions]
-) -> Iterator[StreamEvent]:
+) -> BlockingStream[StreamEvent]:
     """One streamed call: its canonical events as they arrive (``message.start``, text,
     thinking and tool-call deltas, ...), ending with ``message.complete`` (the final content,
     stop reason and usage). Nothing is sent until the first event is asked for; leaving the
@@ -211,8 +216,9 @@ def stream(
     - ``max_retries``: retries of a transient failure before the first event (default 2).
     - ``settings``: the provider's own, as for :func:`complete`.
 
-    A plain iterator, run on metis's own event loop in a background thread (so it works inside
-    a running loop too); Ctrl-C cancels the stream. In async code use
+    An iterator, run on metis's own event loop in a background thread (so it works inside
+    a running loop too), closed at the end of a ``with`` block (``with metis.stream(...) as
+    events:``); Ctrl-C cancels the stream. In async code use
     ``async for event in metis.astream(...)``.
     """
     check_call_options("stream", options)

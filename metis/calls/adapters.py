@@ -33,6 +33,7 @@ from metis.errors import InvalidRequestError, NotConfiguredError
 from metis.pipeline.config import checked_config
 from metis.pipeline.settings import with_model
 from metis.stacks.loader import StackSpec, load_stack
+from metis.telemetry.sink import default_sink
 from metis.transport.loop_clients import at_loop_end
 
 if TYPE_CHECKING:
@@ -47,6 +48,8 @@ Pooled = Adapter | Embedder
 
 AdapterKey = tuple[str, str | None, str | None, float, int, str]
 """What an adapter was built from: stack, key, base URL, timeout, retries, settings."""
+_Kept = tuple[AdapterKey, int]
+"""An adapter's key and the default telemetry sink's id when it was built."""
 
 
 @dataclass(eq=False)
@@ -61,7 +64,7 @@ class LoopAdapters:
     """One event loop's adapters for the one-line calls, least recently used first."""
 
     def __init__(self) -> None:
-        self._held: OrderedDict[AdapterKey, _Held] = OrderedDict()
+        self._held: OrderedDict[_Kept, _Held] = OrderedDict()
         self.release_task: object = None
         """What closes them when the loop ends (a task the loop holds only weakly)."""
         self._routers: weakref.WeakSet[Router] = weakref.WeakSet()
@@ -74,11 +77,13 @@ class LoopAdapters:
 
     @contextlib.asynccontextmanager
     async def lease(self, key: AdapterKey, build: Callable[[], Pooled]) -> AsyncIterator[Pooled]:
-        """The adapter for ``key`` (built on first use), kept open while the block runs."""
-        held = self._held.get(key)
+        """The adapter for ``key`` (built on first use), kept open while the block runs; one
+        built under another default telemetry sink is not this one (its sink is the old)."""
+        kept = (key, id(default_sink()))
+        held = self._held.get(kept)
         if held is None:
-            held = self._held[key] = _Held(build())
-        self._held.move_to_end(key)
+            held = self._held[kept] = _Held(build())
+        self._held.move_to_end(kept)
         held.calls += 1
         try:
             await self._evict_beyond(MAX_ADAPTERS_PER_LOOP)

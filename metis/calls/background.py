@@ -25,7 +25,7 @@ import concurrent.futures
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import TypeVar
 
 import anyio
@@ -35,6 +35,31 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from metis.errors import BlockingCallError
 
 T = TypeVar("T")
+
+
+class BlockingStream(Iterator[T]):
+    """A stream read in this thread, its events as they come. Leaving the loop early ends it
+    when it is closed: ``with metis.stream(...) as events: for event in events: ...`` (or
+    :meth:`close`); read to its end, it closes itself."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, events: Generator[T, None, None]) -> None:
+        self._events = events
+
+    def __next__(self) -> T:
+        return next(self._events)
+
+    def close(self) -> None:
+        """End the stream (a session's turn keeps what its caller was given); again: nothing."""
+        self._events.close()
+
+    def __enter__(self) -> BlockingStream[T]:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
 
 READ_AHEAD = 16
 """How many events of a synchronous stream are read before the iterating thread takes them."""
@@ -84,7 +109,13 @@ class BackgroundLoop:
 
     def iterate(
         self, open_events: Callable[[], AsyncIterator[T]], *, read_ahead: bool = True
-    ) -> Iterator[T]:
+    ) -> BlockingStream[T]:
+        """:meth:`_iterate`'s items, closed at the end of a ``with`` block."""
+        return BlockingStream(self._iterate(open_events, read_ahead=read_ahead))
+
+    def _iterate(
+        self, open_events: Callable[[], AsyncIterator[T]], *, read_ahead: bool = True
+    ) -> Generator[T, None, None]:
         """The items of ``open_events()``, iterated on the loop in one task of their own (so
         its cancel scopes stay in the task that entered them). Up to :data:`READ_AHEAD` items
         wait for this thread, which takes all that are waiting in one crossing; without

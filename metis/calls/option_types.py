@@ -71,3 +71,14 @@ def check_provider_keys(options: Mapping[str, Any], own: Iterable[str]) -> None:
                 "options would never be sent (keys are a stack or catalog provider id: "
                 f"{option}={{'openai': {{...}}}})"
             )
+
+
+def check_forced_tool(choice: Any, tools: list[Any]) -> None:
+    """A tool_choice that forces a call (``any``, ``tool``) with no tool given: an
+    InvalidRequestError, not left out (the model would answer in text)."""
+    forced = getattr(choice, "type", None) in ("any", "tool")
+    if forced and not tools:
+        raise InvalidRequestError(
+            f"tool_choice={choice!r} forces a tool call, and no tools were given; pass "
+            "tools=[...] (a @metis.tool function, a ToolDefinition, a provider's tool)"
+        )

@@ -10,7 +10,7 @@ from pydantic import PydanticUserError, TypeAdapter, ValidationError
 from metis.adapter.adapter import Adapter
 from metis.calls.notes import call_note as call_note
 from metis.calls.notes import unknown_model_note as unknown_model_note
-from metis.calls.option_types import check_option_types, check_provider_keys
+from metis.calls.option_types import check_forced_tool, check_option_types, check_provider_keys
 from metis.core.options import check_options
 from metis.errors import (
     ConfigError,
@@ -27,6 +27,7 @@ from metis.model.response import CanonicalResponse
 from metis.model.server_tools import ServerToolLike
 from metis.pipeline.settings import setting_named
 from metis.routing.router import Router
+from metis.tool_schemas import typed_dict_advice
 from metis.tools import AnyTool, as_tool_definition, described_value, tool_list
 from metis.wire.knobs.reasoning import EFFORT_BUDGETS
 
@@ -146,6 +147,7 @@ def build_request(
         limit = adapter.capabilities_for(adapter.wire_model(model)).max_output_tokens
         max_output_tokens = min(limit, default_output_tokens(options))
     tools = tool_list(options.get("tools", ()))
+    check_forced_tool(options.get("tool_choice"), tools)
     names = [t.adapter.name for t in adapter.targets] if isinstance(adapter, Router) else []
     check_provider_keys(options, [*names, getattr(adapter, "name", "")])
     stops = options.get("stop_sequences", ())
@@ -207,7 +209,8 @@ _OPTION_OF_FIELD = {"system_prompt": "system"}
 
 def _invalid_option(exc: ValidationError, options: CallOptions) -> InvalidRequestError:
     """A request field's validation error as the call's option, named as the caller gave it."""
-    problems = []
+    problems: list[str] = []
+    hinted: set[str] = set()
     for err in exc.errors():
         loc = [str(part) for part in err["loc"]]
         if loc and loc[0] == "thinking" and "reasoning" in options:
@@ -217,8 +220,9 @@ def _invalid_option(exc: ValidationError, options: CallOptions) -> InvalidReques
         shown = repr(err.get("input"))
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
         problems.append(f"{'.'.join(loc) or 'request'}: {err['msg']} (got {shown})")
-        if len(loc) == 1 and loc[0] in _WHAT_IT_TAKES:
+        if loc and loc[0] in _WHAT_IT_TAKES.keys() - hinted:  # said once, a field inside too
             problems[-1] += _WHAT_IT_TAKES[loc[0]]
+            hinted.add(loc[0])
     return InvalidRequestError("; ".join(problems))
 
 
@@ -256,6 +260,7 @@ def structured_output(output_type: type[T] | None, options: ModelOptions) -> Typ
             f"output_type {_type_name(output_type)} has no JSON schema a model can fill; use a "
             "pydantic model, a dataclass, a TypedDict or a JSON type (str, int, float, bool, "
             f"list, dict, Literal) ({getattr(exc, 'code', type(exc).__name__)})"
+            + typed_dict_advice(exc)
         ) from None
     return output
 
@@ -314,12 +319,23 @@ def stack_and_model(model: str) -> tuple[str, str]:
     stack_name, sep, wire = model.partition(":")
     if not sep or not stack_name or not wire:
         meant = _with_provider(model) if not sep else None
-        hint = f"; did you mean {meant!r}?" if meant else ""
+        hint = f"; did you mean {meant!r}?" if meant else _REGISTRY_NAME.format(model)
         raise ConfigError(
             "expected a model as 'provider:model' (e.g. anthropic:claude-sonnet-4-5), "
             f"got {model!r}{hint}"
         )
+    if stack_name == "route":  # what a Router's requests are named, not a stack
+        raise ConfigError(
+            f"{model!r} names a route; a call takes the route as its Router: "
+            f"metis.complete(Registry.load(path).router({wire!r}), ...), or a Router([...])"
+        )
     return stack_name, wire
+
+
+_REGISTRY_NAME = (
+    "; a name of a models.yaml goes through its Registry: registry.request({0!r}, ...), or a "
+    "route's Router: metis.complete(registry.router(name), ...) (docs/models-yaml.md)"
+)
 
 
 _FIRST_PARTY = ("anthropic", "openai", "gemini", "mistral", "xai", "deepseek", "groq", "bedrock")

@@ -119,13 +119,17 @@ def _add_stack(commands: Commands) -> None:
     stack.add_argument("provider", metavar="PROVIDER", help="a built-in stack or a stack file")
     stack.add_argument("--mermaid", action="store_true", help="a Mermaid flowchart instead")
     stack.add_argument("-v", "--verbose", action="store_true", help="stage options in full")
-    stack.add_argument(
+    _import_option(stack)
+
+
+def _import_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--import",
         dest="imports",
         action="append",
         default=[],
         metavar="MODULE",
-        help="import MODULE first (where the stack's custom stages are registered); repeatable",
+        help="import MODULE first (where a stack's own stages are registered); repeatable",
     )
 
 
@@ -218,6 +222,7 @@ def _add_serve(commands: Commands) -> None:
         help="how long an idle client connection is kept open (default: the file's "
         "gateway.keep_alive_seconds, 5); longer than a load balancer's idle timeout",
     )
+    _import_option(serve)
 
 
 def _positive(text: str) -> int:

@@ -14,6 +14,7 @@ from metis.catalog.first_party import is_first_party
 from metis.cli.output import CliError, Output
 from metis.core.suggest import did_you_mean
 from metis.stacks.catalog import stack_catalog_provider
+from metis.stacks.loader import builtin_stacks, load_stack
 
 NEEDS = ("tools", "reasoning", "images", "pdf", "structured_output", "prompt_caching")
 
@@ -123,14 +124,38 @@ def _row(info: ModelInfo) -> list[str]:
 
 def _providers(out: Output, catalog: Catalog) -> int:
     counts = Counter(info.provider for info in catalog)
+    served = _stacks_by_provider()
     rows = [
-        [pid, str(counts[pid]), ", ".join(meta.get("env") or [])]
-        for pid, meta in sorted(catalog.providers.items())
+        [pid, str(counts[pid]), ", ".join(served.get(pid, {})) or "-", _keys(served.get(pid))]
+        for pid in sorted(catalog.providers)
         if counts[pid]
     ]
-    out.table(["provider", "models", "keys"], rows, right=(1,))
+    out.table(["provider", "models", "stacks", "key metis reads"], rows, right=(1,))
     out.line(f"{len(rows)} providers, {len(catalog)} models; catalog {catalog.version}", "dim")
+    out.line(
+        "(optional): a cloud's own credentials do instead (docs/cloud.md); a provider with no "
+        "stack is reached by openai_compatible with its base_url= (docs/stacks.md)",
+        "dim",
+    )
     return 0
+
+
+def _stacks_by_provider() -> dict[str, dict[str, tuple[str | None, bool]]]:
+    """Each catalog provider's built-in stacks, with the key variable each reads and whether
+    that key is optional."""
+    served: dict[str, dict[str, tuple[str | None, bool]]] = {}
+    for name in builtin_stacks():
+        stack = load_stack(name)
+        if stack.catalog is not None:
+            served.setdefault(stack.catalog, {})[name] = (stack.auth.env, stack.auth.optional)
+    return served
+
+
+def _keys(stacks: dict[str, tuple[str | None, bool]] | None) -> str:
+    keys = dict.fromkeys(
+        f"{env} (optional)" if opt else env for env, opt in (stacks or {}).values() if env
+    )
+    return ", ".join(keys) or "-"
 
 
 def _refresh(out: Output) -> int:

@@ -22,6 +22,20 @@ class CliError(Exception):
         self.status = status
 
 
+def import_modules(modules: Sequence[str]) -> None:
+    """Import the modules that register a user's stages (``@register_stage``), for
+    ``--import``; the current folder is searched first, as ``python -m`` would."""
+    import importlib
+
+    if modules and "" not in sys.path:
+        sys.path.insert(0, "")
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise CliError(f"--import {module}: {exc}") from None
+
+
 _CODES = {
     "bold": "1",
     "dim": "2",

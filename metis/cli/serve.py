@@ -16,9 +16,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from metis.cli.output import CliError
+from metis.cli.output import CliError, import_modules
 
 CONFIG_VARIABLE = "METIS_GATEWAY_CONFIG"
+IMPORTS_VARIABLE = "METIS_GATEWAY_IMPORTS"
+"""The modules each worker imports first (``--import``), comma-separated."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,8 +31,10 @@ def run(args: argparse.Namespace) -> int:
         from metis.gateway.config import GatewayConfig
     except ImportError as missing:
         raise CliError(f"metis serve needs {missing.name}: pip install 'metis[serve]'") from None
+    import_modules(args.imports)
     path = str(Path(args.config).expanduser().resolve())
     config = GatewayConfig.load(path)
+    _check_stacks(config.registry)
     host = args.host or config.settings.host
     port = config.settings.port if args.port is None else args.port
     drain = config.settings.drain_seconds
@@ -46,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if config.settings.redis_url is None:
         print(_unshared_warning(path, args.workers), file=sys.stderr, flush=True)
     os.environ[CONFIG_VARIABLE] = path
+    os.environ[IMPORTS_VARIABLE] = ",".join(args.imports)
     with tempfile.TemporaryDirectory(prefix="metis-metrics-") as metrics_dir:
         os.environ.setdefault(METRICS_DIR_VARIABLE, metrics_dir)  # one /metrics for them all
         try:
@@ -66,6 +71,20 @@ def run(args: argparse.Namespace) -> int:
                 raise _not_started(host, port) from None
             raise
     return 0
+
+
+def _check_stacks(registry: Any) -> None:
+    """Each configured adapter's stack assembled before anything listens: a stage no module
+    registered is one line naming ``--import``, not a traceback of the application's start."""
+    from metis.errors import StackError
+
+    for status in registry.status():
+        if status.configured:
+            try:
+                registry.adapter(status.name).pipeline  # noqa: B018 (built on first use)
+            except StackError as exc:
+                own = " (a stage of your own? --import the module that registers it)"
+                raise CliError(f"{exc}{own if 'unknown stage' in str(exc) else ''}") from None
 
 
 def _serve_one(config: Any, path: str, listening: tuple[str, int, int], uvicorn_log: bool) -> int:
@@ -110,6 +129,7 @@ def worker_app() -> Any:
     from metis.gateway.app import from_environment
 
     logging.getLogger("metis").addHandler(stderr_handler())
+    import_modules([m for m in os.environ.get(IMPORTS_VARIABLE, "").split(",") if m])
     app = from_environment()
     access_lines(app.state.gateway.settings.access_log)
     return app

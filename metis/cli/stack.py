@@ -10,9 +10,7 @@ as a Mermaid flowchart.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-import sys
 import types
 import typing
 from dataclasses import dataclass
@@ -20,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from metis.cli.output import CliError, Output
+from metis.cli.output import CliError, Output, import_modules
 from metis.errors import StackError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
@@ -60,8 +58,7 @@ class StageView:
 
 
 def run(args: argparse.Namespace) -> int:
-    for module in args.imports:
-        _import(module)
+    import_modules(args.imports)
     try:
         spec = load_stack(args.provider)
         views = describe(spec)
@@ -78,17 +75,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         show(out, spec, views, verbose=args.verbose)
     return 0
-
-
-def _import(module: str) -> None:
-    """Import a module that registers custom stages (``@register_stage``); the current folder
-    is searched first, as ``python -m`` would."""
-    if "" not in sys.path:
-        sys.path.insert(0, "")
-    try:
-        importlib.import_module(module)
-    except ImportError as exc:
-        raise CliError(f"--import {module}: {exc}") from None
 
 
 def describe(spec: StackSpec) -> list[StageView]:

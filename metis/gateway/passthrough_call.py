@@ -25,6 +25,7 @@ from metis.model.content import Message, ProviderRaw
 from metis.model.request import CanonicalRequest
 from metis.model.response import TokenUsage
 from metis.pipeline.call import Call, DropRecord
+from metis.pipeline.registry import stages
 from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.stages.control.attempt_record import call_identity
 from metis.telemetry.events import CallCompleted, CallFailed, CallStarted
@@ -68,11 +69,13 @@ class Passing:
 
 
 def speaks(adapter: Adapter, api: str) -> bool:
-    """Whether ``adapter`` sends ``api``'s requests over HTTP: a request of that API may pass
-    through to it."""
+    """Whether ``adapter`` sends ``api``'s requests over HTTP with built-in stages only: a
+    request of that API may pass through to it."""
     provider = adapter.pipeline.provider
     if provider is None or provider.codec_name != CODECS.get(api):
         return False
+    if not all(stages.is_builtin(stage.name) for stage in adapter.pipeline.stages):
+        return False  # a stage of the application's own (a redaction, say) sees every request
     return getattr(provider.part("transport"), "name", None) == HTTP_TRANSPORT
 
 

@@ -7,9 +7,6 @@
     models:
       anthropic:claude-sonnet-4-6:
         adapter: anthropic
-        wire_name: claude-sonnet-4-6
-        tier: balanced
-        can_delegate: true
         aliases: [sonnet, balanced]
         capabilities: {max_context_tokens: 200000}
 
@@ -26,7 +23,6 @@ Use::
     registry = Registry.load("~/.yourtool/models.yaml")
     adapter, request = registry.request("sonnet", messages=[...], max_output_tokens=1024)
     response = await adapter.complete(request)
-    ...
     await registry.aclose()
 
 Adapters are built on first use and kept. A model's ``capabilities`` override what its
@@ -67,6 +63,7 @@ from metis.routing.spec import check_routes
 from metis.routing.targets import RouteTarget
 from metis.transport.clients import AsyncHTTPClient
 from metis.transport.stage import http_client
+from metis.wire.knobs.reasoning import default_reply_tokens
 
 if TYPE_CHECKING:
     from metis.registry.entries import ResolvedAdapter
@@ -259,11 +256,15 @@ class Registry:
         raise self._unknown(name, "model or adapter", [*self._names, *self._adapters])
 
     def request(self, name: str, **fields: Any) -> tuple[Adapter, CanonicalRequest]:
-        """The Adapter for model ``name`` and a CanonicalRequest for it built from ``fields``."""
+        """The Adapter for model ``name`` and a CanonicalRequest for it built from ``fields``
+        (``max_output_tokens`` by default the one-line calls': the model's, up to 4,096)."""
         if "model" in fields:
             raise TypeError("request() takes the model from the route; do not pass model=")
         route = self.resolve(name)
         adapter = self._adapter_for(route.adapter_name, self._overrides[route.model])
+        if fields.get("max_output_tokens") is None:
+            limit = adapter.capabilities_for(route.wire_name).max_output_tokens
+            fields["max_output_tokens"] = min(limit, default_reply_tokens(fields.get("thinking")))
         request = CanonicalRequest(model=f"{adapter.name}:{route.wire_name}", **fields)
         return adapter, request
 

@@ -54,7 +54,7 @@ from metis.routing.shared_state import SHARED_STATE_TIMEOUT, Fallback, checked_t
 from metis.routing.spec import DEFAULT_FALLBACK_ON, TargetSpec, error_classes
 from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
 from metis.stages.policy.capability_check import fitted_for
-from metis.telemetry import NULL_SINK, AvailabilityChanged, TelemetrySink
+from metis.telemetry import AvailabilityChanged, TelemetrySink, default_sink
 
 T = TypeVar("T")
 AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
@@ -87,7 +87,7 @@ class Router:
         self.name = name
         self.fallback_on = error_classes(fallback_on)
         self.availability: AvailabilityStore = availability or InMemoryAvailability()
-        self._telemetry = telemetry or NULL_SINK
+        self._telemetry = telemetry or default_sink()
         self.shared_state_timeout = checked_timeout(shared_state_timeout, "Router")
         self._outage: set[str] = set()  # the shared stores now standing in locally
         self._stores: list[Fallback[Any]] = []

@@ -5,10 +5,10 @@ cancels the turn."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Self, Unpack
 
-from metis.calls.background import BackgroundLoop, blocking_loop_for
+from metis.calls.background import BackgroundLoop, BlockingStream, blocking_loop_for
 from metis.calls.request import MessagesLike, ModelLike, ModelOptions
 from metis.model.events import StreamEvent
 from metis.model.response import CanonicalResponse
@@ -77,8 +77,9 @@ class BlockingForms:
 
     def stream(
         self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
-    ) -> Iterator[StreamEvent]:
-        """:meth:`astream` for code without an event loop."""
+    ) -> BlockingStream[StreamEvent]:
+        """:meth:`astream` for code without an event loop (``with session.stream(...) as
+        events:`` ends the turn at the block's end, as ``async with`` does)."""
         self._checked("stream", options)
         loop = blocking_loop("stream", self.model)
         return loop.iterate(functools.partial(self.astream, message, **options), read_ahead=False)
@@ -116,7 +117,7 @@ class BlockingForms:
         tool_timeout_seconds: float | None = None,
         output_type: type[Any] | None = None,
         **options: Unpack[ModelOptions],
-    ) -> Iterator[StreamEvent | RunEvent]:
+    ) -> BlockingStream[StreamEvent | RunEvent]:
         """:meth:`astream_run` for code without an event loop: the run's events as they
         happen, ending with ``run.complete`` (its ``result``); leaving the loop early (or
         Ctrl-C) cancels the run, and the history stays valid."""

@@ -4,12 +4,13 @@ assigned later, and each turn's (a misspelt one named with the nearest, docs/cal
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from metis.calls import request as call_request
 from metis.calls.option_types import check_option_types
 from metis.calls.request import ModelOptions
 from metis.core.options import check_options
+from metis.errors import ConfigError
 from metis.tools import tool_list
 
 SESSION_OPTIONS = ModelOptions.__optional_keys__
@@ -23,6 +24,23 @@ HINTS = {
     "session_id": "the session's id is Session(session_id=...), set once",
     **{name: f"{name} is an option of run() (the agent loop)" for name in RUN_OPTIONS},
 }
+
+
+class OptionsRead(dict[str, Any]):
+    """``session.options`` as read: a copy, which refuses a change that would be lost."""
+
+    def _refused(self, *_: object, **__: object) -> NoReturn:
+        raise ConfigError(
+            "session.options is a copy, and a change made to it would be lost: give the session "
+            "new ones, session.options = {**session.options, 'temperature': 0.2} (or take a "
+            "copy of your own, dict(session.options))"
+        )
+
+    __setitem__ = __delitem__ = update = pop = popitem = setdefault = clear = _refused
+    __ior__ = _refused
+
+    def __reduce__(self) -> tuple[type[dict[str, Any]], tuple[dict[str, Any]]]:
+        return dict, (dict(self),)  # a copy (copy, deepcopy, pickle) is a plain dict
 
 
 def check_constructor(options: Mapping[str, Any]) -> None:

@@ -32,7 +32,12 @@ from metis.sessions.control import TurnControl, abandoned_turn_ended
 from metis.sessions.core import CallRecord, Conversation
 from metis.sessions.events import AskedT, RunComplete, RunEvent, RunResult
 from metis.sessions.models import checked_adapters, checked_model
-from metis.sessions.options import check_constructor, check_defaults, checked_turn
+from metis.sessions.options import (
+    OptionsRead,
+    check_constructor,
+    check_defaults,
+    checked_turn,
+)
 from metis.sessions.provider_state import ProviderState, close_connections
 from metis.sessions.saving import SavingForms
 from metis.sessions.spending import Spending
@@ -138,9 +143,10 @@ class Session(SavingForms, BlockingForms):
 
     @property
     def options(self) -> ModelOptions:
-        """The session's default options (a copy; assign new ones, between turns or steps,
-        when the next model needs others: a swap to a model that cannot think, say)."""
-        return ModelOptions(**self._conversation.options)
+        """The session's default options (a copy, which refuses changes: assign new ones,
+        between turns or steps, when the next model needs others: a swap to a model that
+        cannot think, say)."""
+        return OptionsRead(self._conversation.options)  # type: ignore[return-value]
 
     @options.setter
     def options(self, options: Mapping[str, Any]) -> None:

@@ -118,6 +118,9 @@ class SchemaCleanupOptions(BaseModel):
     inline_refs: bool = False
     nullable_type_lists: bool = False
     output_schema: bool = False
+    quiet_closed_objects: bool = False
+    """Take out ``additionalProperties: false`` without the WARN: a closed object (every
+    ``@metis.tool`` declares one) that the provider would not hold the model to anyway."""
 
 
 class ThinkingFilterOptions(BaseModel):

@@ -41,7 +41,10 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(["OpenTelemetrySink"], "metis.telemetry.otel"),
     **dict.fromkeys(["ListSink", "LoggingSink", "MultiSink"], "metis.telemetry.sinks"),
-    **dict.fromkeys(["NULL_SINK", "NullSink", "TelemetrySink"], "metis.telemetry.sink"),
+    **dict.fromkeys(
+        ["NULL_SINK", "NullSink", "TelemetrySink", "default_sink", "set_default_sink"],
+        "metis.telemetry.sink",
+    ),
 }
 """Every public name of ``metis.telemetry``, and the module it is imported from on first use."""
 
@@ -65,6 +68,8 @@ if TYPE_CHECKING:
     from metis.telemetry.sink import NULL_SINK as NULL_SINK
     from metis.telemetry.sink import NullSink as NullSink
     from metis.telemetry.sink import TelemetrySink as TelemetrySink
+    from metis.telemetry.sink import default_sink as default_sink
+    from metis.telemetry.sink import set_default_sink as set_default_sink
     from metis.telemetry.sinks import ListSink as ListSink
     from metis.telemetry.sinks import LoggingSink as LoggingSink
     from metis.telemetry.sinks import MultiSink as MultiSink

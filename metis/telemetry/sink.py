@@ -32,3 +32,26 @@ class NullSink:
 
 
 NULL_SINK = NullSink()
+
+
+_default: list[TelemetrySink] = [NULL_SINK]
+
+
+def set_default_sink(sink: TelemetrySink | None) -> None:
+    """The sink of every adapter, router and embedder made from now on without one of its
+    own (None: ``NullSink`` again). The one-line calls and sessions, which make their adapters
+    themselves, report to it from their next call: ``set_default_sink(LoggingSink())`` logs
+    every attempt of ``metis.complete``, ``OpenTelemetrySink()`` makes its spans."""
+    if sink is not None and not callable(getattr(sink, "emit", None)):
+        from metis.errors import ConfigError
+
+        raise ConfigError(
+            f"a telemetry sink has an emit(event) method (LoggingSink(), OpenTelemetrySink(), "
+            f"your own), got {type(sink).__name__}"
+        )
+    _default[0] = sink or NULL_SINK
+
+
+def default_sink() -> TelemetrySink:
+    """The sink :func:`set_default_sink` set, else ``NULL_SINK``."""
+    return _default[0]

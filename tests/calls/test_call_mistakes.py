@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 import socket
+import sys
+import typing
 from typing import Any
 
 import pydantic
@@ -46,6 +48,12 @@ def get_weather(city: str) -> str:
         (
             {"cache": "off"},
             "(got 'off'): cache is a metis.CachePolicy (ttl=, conversation=, ...); ",
+        ),
+        (  # Anthropic's own form: what the option takes is said for a field inside it too
+            {"thinking": {"type": "enabled", "budget_tokens": 2000}},
+            "thinking.type: Extra inputs are not permitted (got 'enabled'): thinking is a "
+            "metis.ThinkingConfig (effort= or budget_tokens=), an effort ('high') or a token "
+            "budget (8000)",
         ),
     ],
 )
@@ -418,3 +426,42 @@ def test_an_input_over_the_window_is_a_context_overflow_as_in_a_session(
     with pytest.raises(metis.CapabilityError) as other:  # more than the window wrong: not it
         metis.complete("anthropic:claude-sonnet-4-5", long, max_output_tokens=10**7)
     assert not isinstance(other.value, metis.ContextOverflowError)
+
+
+class Movie(typing.TypedDict):
+    title: str
+
+
+def rate(movie: Movie) -> str:
+    """Rate a movie."""
+    return movie["title"]
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="pydantic reads typing.TypedDict there")
+def test_a_typing_typed_dict_before_python_3_12_says_to_take_typing_extensions(
+    at_emulator: Emulator,
+) -> None:
+    """The error said 'use ... a TypedDict' to a user who had given one (typing's, which
+    pydantic refuses before Python 3.12), for an output_type and a tool's parameter alike."""
+    said = "from typing_extensions import TypedDict"
+    with pytest.raises(ConfigError, match=said):
+        metis.complete(MODEL, "Hi", output_type=Movie)
+    with pytest.raises(ConfigError, match=said):
+        metis.tool(rate)
+    assert at_emulator.stats.requests == 0
+
+
+@pytest.mark.parametrize("choice", [metis.ToolChoice.any(), metis.ToolChoice.tool("get_weather")])
+def test_a_tool_forced_with_no_tools_given_is_refused(
+    at_emulator: Emulator, choice: metis.ToolChoice
+) -> None:
+    """tool_choice forcing a call with tools= forgotten was left out without a word: the
+    model answered in text, and the application waited for a call that never came."""
+    with pytest.raises(InvalidRequestError, match="no tools were given; pass tools="):
+        metis.complete(MODEL, "Weather in Paris?", tool_choice=choice)
+    session = metis.Session(MODEL, tool_choice=choice)
+    with pytest.raises(InvalidRequestError, match="no tools were given"):
+        session.send("Weather in Paris?")
+    assert at_emulator.stats.requests == 0
+    reply = metis.complete(MODEL, "Hi", tool_choice=metis.ToolChoice.none())  # nothing forced
+    assert reply.text

@@ -137,8 +137,17 @@ def test_a_missing_key_names_the_variable_before_anything_is_sent(
     [
         ("claude-sonnet-4-5", "'provider:model'.*did you mean 'anthropic:claude-sonnet-4-5'"),
         ("gpt-4o", "did you mean 'openai:gpt-4o'"),
-        ("no-such-model", r"got 'no-such-model'$"),
+        (  # a models.yaml's alias, say: where such names go
+            "no-such-model",
+            r"got 'no-such-model'; a name of a models.yaml goes through its Registry: "
+            r"registry.request\('no-such-model', ...\), or a route's Router",
+        ),
         ("nowhere:x", "no built-in stack"),
+        (  # the model name a Router's requests carry: a route is given as its Router
+            "route:smart",
+            r"'route:smart' names a route; a call takes the route as its Router: "
+            r"metis.complete\(Registry.load\(path\).router\('smart'\), ...\)",
+        ),
     ],
 )
 def test_a_model_string_that_names_no_stack_is_a_config_error(model: str, message: str) -> None:

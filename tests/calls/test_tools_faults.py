@@ -4,11 +4,13 @@ the application nor a result that is not what the tool answered."""
 from __future__ import annotations
 
 import functools
+import logging
 import warnings
 
 import pytest
 
-from metis.model import Message, Role, ToolUseBlock
+import metis
+from metis.model import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.tools import Tool, arun_tools, run_tools
 
 
@@ -68,3 +70,31 @@ async def test_a_tool_raising_a_base_exception_leaves_arun_tools_as_itself() -> 
     # before: a BaseExceptionGroup of arun_tools' task group, which `except Stop` misses
     with pytest.raises(Stop, match="tea"):
         await arun_tools(_calling("_leaving"), [Tool.from_function(_leaving)])
+
+
+def _lookup_city(word: str) -> str:
+    """Look a city up."""
+    raise metis.ToolError(f"no city named {word!r}; try a capital")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("runner", ["sync", "async"])
+async def test_a_tool_error_is_its_message_to_the_model_and_no_warning(
+    runner: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tool telling the model it asked for something that does not exist (an expected
+    answer, as pydantic-ai's ModelRetry is) was a WARN with a traceback in the application's
+    log on every call, and its text prefixed with the exception's class: metis.ToolError's
+    message is the is_error result as written, logged at DEBUG only."""
+    lookup = Tool.from_function(_lookup_city, name="lookup")
+    caplog.set_level(logging.DEBUG, logger="metis")
+    if runner == "sync":
+        message = run_tools(_calling("lookup"), [lookup])
+    else:
+        message = await arun_tools(_calling("lookup"), [lookup])
+    result = message.content[0]
+    assert isinstance(result, ToolResultBlock) and result.is_error
+    assert result.content == "no city named 'tea'; try a capital"
+    records = [r for r in caplog.records if getattr(r, "event", None) == "metis.tool_failed"]
+    assert [r.levelno for r in records] == [logging.DEBUG]
+    assert issubclass(metis.ToolError, Exception)

@@ -836,3 +836,23 @@ def test_the_demo_tables_summary_counts_one_provider_in_the_singular() -> None:
     stream = StringIO()
     print_table(Output(stream, colour=False), [Row(1, target, "end_turn", 10, 2)])
     assert "1 turn, 1 provider, 10 tokens in, 2 out, " in stream.getvalue()
+
+
+def test_the_providers_list_names_the_stacks_and_the_keys_metis_reads(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``metis models --providers`` listed the catalog's variables (google: GOOGLE_API_KEY, ...;
+    azure: AZURE_API_KEY), which metis does not read: a new user setting one got 'no API key:
+    set GEMINI_API_KEY'. Each provider a stack serves names its stacks and their variables."""
+    assert main(["models", "--providers"]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line}
+    assert rows["google"].split()[2:] == ["gemini", "GEMINI_API_KEY"]
+    assert "GOOGLE_API_KEY" not in rows["google"]
+    assert rows["azure"].split()[2:] == [
+        "azure,",
+        "azure_responses,",
+        "azure_responses_ws",
+        "AZURE_OPENAI_API_KEY",
+        "(optional)",  # Entra ID does instead
+    ]
+    assert rows["302ai"].split()[2:] == ["-", "-"]  # no stack: openai_compatible and base_url=

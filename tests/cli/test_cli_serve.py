@@ -391,3 +391,72 @@ def test_sigterm_drains_a_stream_and_closes_the_port_at_once(tmp_path: Path) -> 
             if process.poll() is None:
                 process.kill()
                 process.wait(timeout=60)
+
+
+STAGE_MODULE = """
+from metis.model import CanonicalRequest
+from metis.pipeline import Call, RequestStage, register_stage
+
+
+@register_stage
+class ServedMark(RequestStage[CanonicalRequest]):
+    name = "served_mark"
+
+    def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
+        return request
+"""
+
+
+def _custom_gateway(tmp_path: Path) -> Path:
+    (tmp_path / "mine.yaml").write_text(
+        "extends: anthropic\nstages:\n  insert_after: {tool_ids: [served_mark]}\n"
+    )
+    config = {
+        "adapters": {"mine": {"type": "./mine.yaml", "api_key_env": "UP_KEY"}},
+        "models": {"mine:claude-sonnet-4-5": {"adapter": "mine", "aliases": ["sonnet"]}},
+        "gateway": {"host": "127.0.0.1"},
+    }
+    path = tmp_path / "gateway.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_a_stack_with_a_stage_of_ones_own_is_served_with_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gateway user's stack with a stage of their own: metis serve could not import its
+    module (metis stack has --import), and the unknown stage was a traceback of the
+    application's startup. It is one line naming --import, before anything listens, and
+    --import MODULE (repeatable; each worker imports it too) serves it."""
+    import uvicorn
+
+    from metis.cli import main
+    from metis.cli import serve as serve_command
+
+    class Served:
+        started = True
+
+        def run(self) -> None:
+            pass
+
+    monkeypatch.setattr(uvicorn, "Config", lambda app, **options: None)
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: None)
+    monkeypatch.setattr(serve_command, "_announcing_server", lambda *_: Served())
+    monkeypatch.setenv("UP_KEY", "k")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(serve_command.IMPORTS_VARIABLE, raising=False)
+    path = _custom_gateway(tmp_path)
+    assert main(["serve", "--config", str(path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("metis: error: ") and "unknown stage 'served_mark'" in err
+    assert err.endswith("(a stage of your own? --import the module that registers it)")
+    assert "Traceback" not in err
+    (tmp_path / "my_served_stages.py").write_text(STAGE_MODULE)
+    assert main(["serve", "--config", str(path), "--import", "my_served_stages"]) == 0
+    assert (
+        main(["serve", "--config", str(path), "--import", "my_served_stages", "--workers", "2"])
+        == 0
+    )
+    assert serve_command.os.environ[serve_command.IMPORTS_VARIABLE] == "my_served_stages"
+    assert main(["serve", "--config", str(path), "--import", "no_such_module_here"]) == 1
+    assert "--import no_such_module_here: No module named" in capsys.readouterr().err

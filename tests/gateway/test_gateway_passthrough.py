@@ -17,7 +17,9 @@ from metis.gateway.app import create_app
 from metis.gateway.keys import digest
 from metis.gateway.provenance import wrap
 from metis.gateway.relay import AnthropicRelay, ChatRelay
-from metis.model.content import ProviderRaw
+from metis.model.content import ProviderRaw, TextBlock
+from metis.model.request import CanonicalRequest
+from metis.pipeline import Call, RequestStage
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
 
@@ -331,3 +333,44 @@ def test_a_stalled_pass_through_stream_ends_by_the_deadline_and_a_gone_client_fr
 def _asked(url: str, key: str) -> int:
     said = {"model": "flash", "max_tokens": 50, "messages": SAID}
     return httpx.post(url + "/v1/messages", json=said, headers={"x-api-key": key}).status_code
+
+
+class Redact(RequestStage[CanonicalRequest]):
+    """A stage of the application's own: what it does must happen to every request."""
+
+    name = "redact_secrets"
+
+    def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
+        messages = [
+            m.model_copy(
+                update={
+                    "content": [
+                        TextBlock(text=b.text.replace("secret", "[x]"))
+                        if isinstance(b, TextBlock)
+                        else b
+                        for b in m.content
+                    ]
+                }
+            )
+            for m in request.messages
+        ]
+        return request.model_copy(update={"messages": messages})
+
+
+def test_a_model_whose_stack_has_a_stage_of_the_applications_own_is_translated(
+    emulator: Emulator,
+) -> None:
+    """A gateway user's redaction stage was skipped for every client of the model's own API
+    (passed through as written, the stage never ran): a stack with a stage of the
+    application's own is served the translated way, so the stage sees every request."""
+    app = create_app(gateway_config(emulator))
+    gateway = app.state.gateway
+    adapter = gateway.models.resolve("sonnet").chat_model
+    adapter.pipeline.insert_after("tool_ids", Redact())
+    with serving(app) as (url, _):
+        client = anthropic.Anthropic(api_key=GATEWAY_KEY, base_url=url, max_retries=0)
+        raw = client.messages.with_raw_response.create(
+            model="sonnet", max_tokens=100, messages=[{"role": "user", "content": "my secret"}]
+        )
+    assert raw.headers["x-metis-path"] == "translated"
+    assert raw.parse().content[0].text == "You said: my [x]"

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from metis.errors import ConfigError, InvalidRequestError
 from metis.model.content import Message
+from metis.model.request import ThinkingConfig
 from metis.registry import NotConfiguredError, Registry
 
 pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
@@ -148,6 +149,26 @@ async def test_request_builds_a_request_the_adapter_sends_under_the_wire_name() 
     with pytest.raises(TypeError, match="model"):
         registry.request("sonnet", model="x", messages=[], max_output_tokens=1)
     await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_request_without_max_output_tokens_takes_the_one_line_calls_default() -> None:
+    """A new user leaving out max_output_tokens (metis.complete needs none) got pydantic's
+    'Field required'; the request takes the model's own limit up to 4,096, and a thinking
+    budget's tokens more, as the one-line calls and sessions do (docs/calls.md)."""
+    registry = from_dict(anthropic_only(aliases=["sonnet"]))
+    _, request = registry.request("sonnet", messages=[Message.user("hello")])
+    assert request.max_output_tokens == 4096
+    thinking = ThinkingConfig(budget_tokens=2000)
+    _, request = registry.request("sonnet", messages=[Message.user("hi")], thinking=thinking)
+    assert request.max_output_tokens == 4096 + 2000
+    small = from_dict(anthropic_only(aliases=["sonnet"], capabilities={"max_output_tokens": 1000}))
+    _, request = small.request("sonnet", messages=[Message.user("hello")])
+    assert request.max_output_tokens == 1000
+    _, request = small.request("sonnet", messages=[Message.user("hi")], max_output_tokens=10)
+    assert request.max_output_tokens == 10
+    await registry.aclose()
+    await small.aclose()
 
 
 @pytest.mark.anyio

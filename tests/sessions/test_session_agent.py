@@ -250,6 +250,36 @@ async def test_structured_output_at_the_end(emulator: Emulator) -> None:
     await close_all(adapters)
 
 
+STRUCTURED_CLAUDE = "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+
+class Weather(BaseModel):
+    city: str
+    temperature_c: float
+
+
+@metis.tool
+def forecast(city: str) -> str:
+    """Current weather for a city."""
+    return f"18 C and sunny in {city}"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_a_run_with_tools_ends_in_the_structured_output_asked_for(
+    family: str, emulator: Emulator
+) -> None:
+    """The emulator's model answered tool results in prose whatever the schema, so a new
+    user's agent with tools and an output_type failed against it with 'Invalid JSON'."""
+    adapters = emulated(emulator, stacks=[family])
+    # Nova, the family's model elsewhere, has no structured output on Converse
+    model = STRUCTURED_CLAUDE if family == "bedrock" else MODELS[family]
+    session = Session(model, adapters=adapters, tools=[forecast])
+    result = await session.arun("Weather in Paris?", output_type=Weather)
+    assert result.steps == 2 and result.output == Weather(city="Paris", temperature_c=18)
+    await close_all(adapters)
+
+
 @pytest.mark.anyio
 async def test_a_tool_the_application_answers_ends_the_run_until_it_does(
     emulator: Emulator,

@@ -5,7 +5,9 @@ changed what a run does (a tool timeout of -1 s answered every tool call as time
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
 from typing import Any
 
 import anyio
@@ -32,6 +34,32 @@ def test_options_that_are_not_a_mapping_are_refused(options: Any) -> None:
     with pytest.raises(ConfigError, match=r"Session\.options is a mapping"):
         session.options = options
     assert session.options == {"temperature": 0.2}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda o: o.__setitem__("temperature", 0.9),
+        lambda o: o.update(temperature=0.9),
+        lambda o: o.pop("temperature"),
+        lambda o: o.setdefault("top_p", 0.5),
+        lambda o: o.clear(),
+        lambda o: o.__delitem__("temperature"),
+    ],
+)
+def test_a_change_made_to_the_options_read_is_refused_not_lost(change: Any) -> None:
+    """session.options['temperature'] = 0.9 did nothing (the options read are a copy) and
+    said nothing; it is refused, saying how to set them."""
+    session = Session(CLAUDE, temperature=0.2)
+    with pytest.raises(ConfigError, match=r"session\.options = \{\*\*session\.options, "):
+        change(session.options)
+    assert session.options == {"temperature": 0.2}
+    mine = dict(session.options)  # a copy of one's own is a plain dict
+    mine["temperature"] = 0.9
+    assert copy.deepcopy(session.options) == {"temperature": 0.2}
+    assert type(pickle.loads(pickle.dumps(session.options))) is dict
+    session.options = {**session.options, "temperature": 0.9}
+    assert session.options == {"temperature": 0.9} == mine
 
 
 @metis.tool

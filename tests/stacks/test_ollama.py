@@ -1338,3 +1338,21 @@ async def test_a_connection_dropped_mid_stream_ends_the_message_then_raises() ->
             events.append(event)
     assert final(events).stop_reason.kind is StopKind.ERROR
     assert final(events).final_content == [TextBlock(text="Part")]
+
+
+@pytest.mark.anyio
+async def test_a_base_url_of_ollamas_openai_api_says_the_stack_wants_the_servers_root() -> None:
+    """A new user gave base_url='http://localhost:11434/v1', as the OpenAI SDK against Ollama
+    takes it, and got 'GET .../v1/api/tags: HTTP 404' with no word of why."""
+    from metis.testing.emulator import Emulator
+
+    config = AdapterConfig(base_url="http://127.0.0.1:11434/v1", http_client=Emulator().client())
+    adapter = build_adapter("ollama", config, init_on_first_call=True)
+    with pytest.raises(InvalidRequestError) as caught:
+        await adapter.complete(req())
+    assert caught.value.__notes__ == [
+        "metis: a base URL ending in /v1 is Ollama's OpenAI-compatible API; the ollama stack "
+        "speaks Ollama's own, at the server's root: base_url='http://127.0.0.1:11434' (or the "
+        "openai_compatible stack at the /v1 URL)"
+    ]
+    await adapter.aclose()

@@ -173,4 +173,26 @@ async def test_tool_schemas_are_inlined_and_cleaned_with_a_warning_per_keyword(
     keywords = sorted(
         r.keyword for r in caplog.records if getattr(r, "event", None) == "metis.schema_cleanup"
     )
-    assert keywords == ["$schema", "additionalProperties", "default", "minLength", "title"]
+    # a closed object (additionalProperties: false, which every @metis.tool declares) is
+    # opened quietly: a new user's typed tools each gave a WARN of what metis itself wrote
+    assert keywords == ["$schema", "default", "minLength", "title"]
+
+
+async def test_an_open_object_schema_taken_out_is_still_warned_of(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """additionalProperties as a schema (a dict[str, int] parameter's value type) is a loss
+    the model would not see: its WARN stays."""
+    server = Server(SHOWN)
+    ollama = adapter(server, supports_tools=True)
+    schema = {
+        "type": "object",
+        "properties": {"counts": {"type": "object", "additionalProperties": {"type": "integer"}}},
+        "additionalProperties": False,
+    }
+    tool = ToolDefinition(name="tally", description="Tally", input_schema=schema)
+    schema_cleanup._warned.clear()
+    caplog.set_level(logging.WARNING, logger="metis")
+    await ollama.complete(request(tools=[tool]))
+    said = [r for r in caplog.records if getattr(r, "event", None) == "metis.schema_cleanup"]
+    assert [(r.keyword, r.paths) for r in said] == [("additionalProperties", ["properties.counts"])]

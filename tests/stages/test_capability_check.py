@@ -106,11 +106,38 @@ async def test_a_missing_tools_images_or_thinking_says_how_to_declare_a_model_th
         await _run(tools[1], _lacking(supports_tools=False))
     said = str(refused.value)
     assert "its catalog entry, else its stack's declared capabilities" in said
-    assert "capabilities={'supports_tools': True, ...}" in said
+    assert "capabilities={'supports_tools': True}" in said
     assert "settings={'model': ...}" in said
     with pytest.raises(CapabilityError) as refused:
         await _run(_request(max_output_tokens=10**6), FULL_CAPABILITIES)
     assert "declared capabilities" not in str(refused.value)  # a limit, not a flag
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("lacking", "request_", "named"),
+    [
+        ("supports_images", NEEDS[0][1], "capabilities={'supports_images': True}"),
+        ("supports_thinking", NEEDS[4][1], "capabilities={'supports_thinking': True}"),
+        ("supports_tools", NEEDS[1][1], "capabilities={'supports_tools': True}"),
+    ],
+)
+async def test_how_to_declare_names_the_capability_the_model_lacked(
+    lacking: str, request_: CanonicalRequest, named: str
+) -> None:
+    """A user refused for images was told to declare supports_tools (a new user's copy of the
+    fix would not have helped): the error names the flag of what was refused."""
+    with pytest.raises(CapabilityError) as refused:
+        await _run(request_, _lacking(**{lacking: False}))
+    assert named in str(refused.value)
+
+
+@pytest.mark.anyio
+async def test_how_to_declare_names_every_lacking_capability() -> None:
+    request = _request(Message.user("look", _image()), tools=[ToolDefinition(name="lookup")])
+    with pytest.raises(CapabilityError) as refused:
+        await _run(request, _lacking(supports_images=False, supports_tools=False))
+    assert "capabilities={'supports_images': True, 'supports_tools': True}" in str(refused.value)
 
 
 @pytest.mark.anyio

@@ -110,6 +110,37 @@ async def test_attempts_are_one_plus_max_retries_and_the_last_error_is_raised() 
 
 
 @pytest.mark.anyio
+async def test_the_last_error_says_how_many_attempts_failed(no_backoff: Waits) -> None:
+    """A user who set max_retries saw one error after seconds of waits, with no word that it
+    was retried: the error carries a note of the attempts (none when it was not retried)."""
+    peer = FakePeer(*(anthropic_error(500, "api_error", f"boom {i}") for i in range(4)))
+    adapter = peer.adapter("anthropic", max_retries=2)
+    with pytest.raises(ServerError) as caught:
+        await collect(adapter, request("anthropic"))
+    assert caught.value.__notes__ == [
+        "metis: 3 attempts failed (max_retries=2); the last one's error"
+    ]
+    peer = FakePeer(anthropic_error(529, "overloaded_error", "Overloaded"))
+    with pytest.raises(OverloadedError) as caught:
+        await collect(peer.adapter("anthropic", max_retries=0), request("anthropic"))
+    assert not hasattr(caught.value, "__notes__")
+
+
+@pytest.mark.anyio
+async def test_an_error_not_retried_for_the_deadline_says_so(no_backoff: Waits) -> None:
+    peer = FakePeer(
+        openai_error(429, "rate_limit_exceeded", "slow down", **{"retry-after": "30"}),
+        openai_reply(),
+    )
+    with pytest.raises(RateLimitError) as caught:
+        await collect(peer.adapter("openai", timeout_seconds=10), request("openai"))
+    assert caught.value.__notes__ == [
+        "metis: not retried: the wait before a retry (30 s) would end past the call's "
+        "deadline (timeout_seconds)"
+    ]
+
+
+@pytest.mark.anyio
 async def test_max_retries_zero_means_one_attempt() -> None:
     peer = FakePeer(anthropic_error(529, "overloaded_error", "Overloaded"))
     adapter = peer.adapter("anthropic", max_retries=0)

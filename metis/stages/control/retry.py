@@ -81,26 +81,44 @@ class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
         """The attempts after the first, which ended with ``failed``: tenacity's loop, whose
         first attempt gives that failure again (its stop and wait then see it as they would
         have seen the first attempt's)."""
+        deadline = StopAtDeadline(call)
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(1 + retries) | StopAtDeadline(call),
+            stop=stop_after_attempt(1 + retries) | deadline,
             wait=backoff,
             retry=retry_if_exception(_transient),
             sleep=self.sleep or call.cancel.sleep,
             reraise=True,
         )
-        async for attempt in retrying:
-            with attempt:
-                number = attempt.retry_state.attempt_number
-                if number == 1:
-                    raise failed
-                call.attempt = number - 1
-                iterator = inner(request, call)
-                try:
-                    first = await anext(iterator)
-                except StopAsyncIteration:
-                    return None
-                return iterator, first
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    number = attempt.retry_state.attempt_number
+                    if number == 1:
+                        raise failed
+                    call.attempt = number - 1
+                    iterator = inner(request, call)
+                    try:
+                        first = await anext(iterator)
+                    except StopAsyncIteration:
+                        return None
+                    return iterator, first
+        except AdapterError as exc:
+            exc.add_note(attempts_note(call.attempt + 1, retries, deadline.wait, exc.retryable))
+            raise
         return None  # not reached: the last attempt's error is raised
+
+
+def attempts_note(attempts: int, retries: int, wait: float | None, retryable: bool) -> str:
+    """What the retries of a call that failed came to, said with its last error."""
+    if wait is not None:
+        before = "not retried" if attempts == 1 else f"{attempts} attempts failed"
+        return (
+            f"metis: {before}: the wait before a{'nother' if attempts > 1 else ' retry'} "
+            f"({wait:.3g} s) would end past the call's deadline (timeout_seconds)"
+        )
+    if retryable:
+        return f"metis: {attempts} attempts failed (max_retries={retries}); the last one's error"
+    return f"metis: {attempts} attempts failed, the last with an error that is not retried"
 
 
 def _transient(exc: BaseException) -> bool:
@@ -155,9 +173,15 @@ class StopAtDeadline(stop_base):
 
     def __init__(self, call: Call) -> None:
         self.call = call
+        self.wait: float | None = None
+        """The wait it stopped the retries before, once it has."""
 
     def __call__(self, state: RetryCallState) -> bool:
-        return anyio.current_time() + (state.upcoming_sleep or 0.0) >= self.call.deadline
+        wait = state.upcoming_sleep or 0.0
+        if anyio.current_time() + wait < self.call.deadline:
+            return False
+        self.wait = wait
+        return True
 
 
 def backoff(state: RetryCallState) -> float:

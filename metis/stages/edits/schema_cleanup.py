@@ -6,7 +6,8 @@ Some providers accept only a subset of JSON Schema for tool parameters (Gemini's
 stage removes them wherever they stand as schema keywords (never a property that happens to
 share the name, never inside ``enum`` or ``default`` values), and logs one structured WARN per
 tool and keyword, naming every place it was removed from, once per process (a tool sent on
-every call is warned of on the first).
+every call is warned of on the first); ``quiet_closed_objects`` takes ``additionalProperties:
+false`` out without one.
 
 Two rewrites keep meaning instead of losing it: ``inline_refs`` replaces a local ``$ref``
 (``#/$defs/...``, ``#/definitions/...``) with the schema it points to (a recursive reference
@@ -97,6 +98,7 @@ class _Walk:
         self.remove = frozenset(options.remove)
         self.inline = options.inline_refs
         self.nullable = options.nullable_type_lists
+        self.quiet_closed = options.quiet_closed_objects
         self.root = root
         self.removed: dict[str, list[str]] = defaultdict(list)
         self.changed = False
@@ -127,6 +129,8 @@ class _Walk:
                 place = where.rstrip(".") or "the root"
                 if self.inline and key in ("$defs", "definitions"):
                     self.definitions.append((key, place))  # a loss only if a $ref stayed
+                elif self.quiet_closed and key == "additionalProperties" and value is False:
+                    pass  # a closed object opened: nothing the model reads is lost
                 else:
                     self.removed[key].append(place)
                 continue

@@ -141,6 +141,13 @@ class _Reworded(Watch):
         return reworded
 
 
+_OPENAI_PATH = (
+    "metis: a base URL ending in /v1 is Ollama's OpenAI-compatible API; the ollama stack speaks "
+    "Ollama's own, at the server's root: base_url='{root}' (or the openai_compatible stack at "
+    "the /v1 URL)"
+)
+
+
 class _Checks:
     """The lifespan's requests, each sent through the provider's one send path."""
 
@@ -157,7 +164,12 @@ class _Checks:
                 raise
             if error.provider_status != 404:  # 404: a server older than /api/version
                 raise self.reworded(error, f"GET {url}") from None
-            await self.send("GET", f"{self.base}/api/tags", what=f"GET {self.base}/api/tags")
+            try:
+                await self.send("GET", f"{self.base}/api/tags", what=f"GET {self.base}/api/tags")
+            except AdapterError as tags_error:
+                if tags_error.provider_status == 404 and self.base.endswith("/v1"):
+                    tags_error.add_note(_OPENAI_PATH.format(root=self.base.removesuffix("/v1")))
+                raise
             return None
         version = answer.body.get("version")
         return version if isinstance(version, str) else None

@@ -41,25 +41,37 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         drop = call.warn_dropped
         request, problems, _ = fitted_for(request, caps, call.provider, profile, drop, history)
         if problems:
-            declarable = any(phrase in p for p in problems for phrase in _DECLARABLE)
             too_long = len(problems) == 1 and problems[0].startswith(_PAST_CONTEXT)
             raise (InputTooLongError if too_long else CapabilityError)(
                 f"{call.model} cannot serve this request: "
                 + "; ".join(problems)
-                + (_HOW_TO_DECLARE if declarable else ""),
+                + how_to_declare(problems),
                 provider=call.provider,
                 request_id=request.request_id,
             )
         return request
 
 
-_DECLARABLE = ("has no tool calling", "takes no images", "does not think aloud")
-_HOW_TO_DECLARE = (
-    " (as metis knows the model: its catalog entry, else its stack's declared capabilities; "
-    "a model that can is declared so with capabilities={'supports_tools': True, ...} in "
-    "build_adapter or models.yaml, docs/catalog.md; an Ollama server says what its model can "
-    "when settings={'model': ...} names it)"
-)
+_DECLARABLE = {
+    "takes no images": "supports_images",
+    "does not think aloud": "supports_thinking",
+    "has no tool calling": "supports_tools",
+}
+
+
+def how_to_declare(problems: list[str]) -> str:
+    """Where the refused flags came from and how to declare them (each one refused named),
+    or nothing when no problem is a flag a model may have been misjudged on."""
+    flags = [f for phrase, f in _DECLARABLE.items() if any(phrase in p for p in problems)]
+    if not flags:
+        return ""
+    declared = ", ".join(f"'{flag}': True" for flag in flags)
+    return (
+        " (as metis knows the model: its catalog entry, else its stack's declared capabilities; "
+        f"a model that can is declared so with capabilities={{{declared}}} in "
+        "build_adapter or models.yaml, docs/catalog.md; an Ollama server says what its model "
+        "can when settings={'model': ...} names it)"
+    )
 
 
 def fitted_for(

@@ -1,7 +1,8 @@
 """The built-in scripted model: deterministic, provider-neutral, a little clever. The rules, in
 order:
 
-1. the last turn carries tool results -> a text answer that uses them;
+1. the last turn carries tool results -> a text answer that uses them (JSON that fits a
+   requested output schema, filled from the message and the results);
 2. a tool offered in the request fits the last user message (its name or description shares a
    word with the message, the message names it, or asks to "use the tool"), or the request
    forces a tool -> call it, arguments filled from the message (proper nouns for names and
@@ -49,10 +50,11 @@ class Responder:
         reply = Reply()
         calls = [] if answering else self._choose_calls(prompt, message)
         if answering:
-            reply.text, plan = (
-                _answer_from_results(last.results, prompt.turns),
-                "The tool results are in; I will answer with them.",
-            )
+            reply.text = _answer_from_results(last.results, prompt.turns)
+            plan = "The tool results are in; I will answer with them."
+            if prompt.output_schema is not None or prompt.json_mode:  # as JSON, filled from both
+                reply.text = _structured(f"{message} {reply.text}", prompt.output_schema)
+                plan = "The tool results are in; I will answer with JSON that fits the schema."
         elif calls:
             reply.calls = calls
             plan = "I should call " + ", ".join(f"{c.name}({c.arguments})" for c in calls) + "."

@@ -119,3 +119,19 @@ def _as_effort(thinking: ThinkingConfig, profile: ReasoningProfile, warn: Warn) 
         given = f"effort {asked!r}" if asked else f"budget_tokens {thinking.budget_tokens}"
         warn(f"{given} asks for {effort!r}, which the model lacks; {fitted!r} was sent")
     return ThinkingConfig(effort=fitted, summary=thinking.summary, display=thinking.display)
+
+
+DEFAULT_REPLY_TOKENS = 4096
+"""A reply's limit when no option sets it (within the model's own): it fits most replies."""
+
+
+def default_reply_tokens(thinking: object) -> int:
+    """The reply's limit when no option sets it, before the model's own caps it: 4,096, and
+    a ``ThinkingConfig``'s budget more (an effort's by the table), since Anthropic spends the
+    budget out of it and OpenAI counts reasoning in it."""
+    if not isinstance(thinking, ThinkingConfig):
+        return DEFAULT_REPLY_TOKENS
+    budget = thinking.budget_tokens
+    if budget is None and thinking.effort is not None:
+        budget = EFFORT_BUDGETS.get(thinking.effort)
+    return DEFAULT_REPLY_TOKENS + (budget if budget is not None and budget > 0 else 0)
