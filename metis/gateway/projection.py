@@ -58,4 +58,6 @@ def _thinking(
         dropped.append(f"thinking (the output limit {limit} leaves no room for a budget)")
         return None
     dropped.append(f"thinking budget lowered from {thinking.budget_tokens} to {limit - 1}")
-    return ThinkingConfig(budget_tokens=limit - 1)
+    return ThinkingConfig(
+        budget_tokens=limit - 1, summary=thinking.summary, display=thinking.display
+    )

@@ -270,6 +270,9 @@ def test_projection_leaves_out_what_the_model_cannot_honour() -> None:
     limit, changes, dropped = project(inbound, thinks)
     assert limit == 8000 and changes["thinking"].budget_tokens == 7999
     assert dropped == ["thinking budget lowered from 16384 to 7999"]
+    inbound.fields = {"thinking": ThinkingConfig(budget_tokens=16384, display="omitted")}
+    limit, changes, dropped = project(inbound, thinks)  # the budget lowered, the display kept
+    assert changes["thinking"] == ThinkingConfig(budget_tokens=7999, display="omitted")
 
 
 def _response(**changes: Any) -> CanonicalResponse:
