@@ -25,6 +25,7 @@ from metis.model.knobs import ReasoningEffort
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.model.server_tools import ServerToolLike
+from metis.model.stop import StopKind
 from metis.pipeline.settings import setting_named
 from metis.routing.router import Router
 from metis.tools import AnyTool, as_tool_definition, described_value, tool_list
@@ -346,6 +347,14 @@ def _with_provider(name: str) -> str | None:
     return None
 
 
+_UNFINISHED = {
+    StopKind.MAX_TOKENS: "the reply was cut at its output limit (max_tokens) before it ended; ",
+    StopKind.REFUSAL: "the model refused; ",
+    StopKind.CONTENT_FILTER: "the provider's content filter stopped the reply; ",
+}
+"""What a reply that did not end as asked says before why it does not validate."""
+
+
 def validated(output: TypeAdapter[T], response: CanonicalResponse) -> T:
     """The reply's structured output as ``output``'s type, or an OutputValidationError
     carrying the reply."""
@@ -354,7 +363,8 @@ def validated(output: TypeAdapter[T], response: CanonicalResponse) -> T:
     except ValidationError as exc:
         written = repr(output).removeprefix("TypeAdapter(").removesuffix(")")  # City, as given
         error = OutputValidationError(
-            f"{response.model}: the reply does not validate as {written}: "
+            f"{response.model}: {_UNFINISHED.get(response.stop_reason.kind, '')}the reply "
+            f"does not validate as {written}: "
             + "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()
             ),
