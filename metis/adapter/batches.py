@@ -30,6 +30,7 @@ from metis.errors import (
     CapabilityError,
     ErrorClass,
     InvalidRequestError,
+    ProtocolError,
     error_for,
 )
 from metis.model.batches import BatchItem, BatchResults, BatchStatus
@@ -44,6 +45,16 @@ from metis.wire.batches import anthropic as anthropic_batches
 from metis.wire.batches import gemini as gemini_batches
 from metis.wire.batches import openai as openai_batches
 from metis.wire.response_reader import ResponseReader
+
+
+class UnreadableResults(ProtocolError):
+    """A batch's results file with lines that name no item (not JSON, no ``custom_id``): the
+    items that were read are on ``partial_results``."""
+
+    def __init__(self, message: str, partial_results: BatchResults, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.partial_results = partial_results
+
 
 KINDS = {
     ("anthropic", "anthropic"): "anthropic",
@@ -202,9 +213,26 @@ class Batches:
                 raw += openai_batches.read_results(await self._bytes(send))
         else:
             raw = gemini_batches.read_results(answer)
-        return BatchResults(status, {item.custom_id: self._item(item) for item in raw})
+        items = {item.custom_id: self._item(item) for item in raw if item.custom_id}
+        results = BatchResults(status, items)
+        unread = [item.fault for item in raw if not item.custom_id]
+        if unread:
+            raise UnreadableResults(
+                f"batch {batch_id}: {len(unread)} results line(s) name no item, the first: "
+                f"{unread[0]}; the {len(items)} items read are on error.partial_results",
+                results,
+                provider=self.adapter.name,
+            )
+        return results
 
     def _item(self, item: RawItem) -> BatchItem:
+        if item.fault is not None:
+            return BatchItem(
+                item.custom_id,
+                "errored",
+                None,
+                ProtocolError(item.fault, provider=self.adapter.name),
+            )
         if item.body is not None:
             try:
                 return BatchItem(item.custom_id, "succeeded", self._response(item.body))
@@ -271,4 +299,4 @@ class Batches:
         )
 
 
-__all__ = ["Batches"]
+__all__ = ["Batches", "UnreadableResults"]

@@ -1,0 +1,72 @@
+"""A batch's results file with lines that cannot be read: a line cut short or not JSON, or one
+of a shape the API does not have, is that item's ProtocolError when the line names its
+custom_id (every other item kept); a line that names none fails ``results`` with a
+ProtocolError naming the line, the items that were read on ``error.partial_results``."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from metis import build_adapter
+from metis.adapter.batches import Batches
+from metis.errors import ProtocolError
+
+pytestmark = pytest.mark.anyio
+
+CHAT = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "model": "gpt-4o",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}
+    ],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+}
+
+
+def line(custom_id: str) -> bytes:
+    answer = {"id": f"batch_req_{custom_id}", "custom_id": custom_id, "error": None}
+    answer["response"] = {"status_code": 200, "request_id": "r", "body": CHAT}
+    return json.dumps(answer).encode()
+
+
+def openai_batches(results: bytes) -> Batches:
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/batches/batch_1":
+            status = {"id": "batch_1", "status": "completed", "output_file_id": "file_out"}
+            return httpx.Response(200, json=status)
+        assert request.url.path == "/v1/files/file_out/content"
+        return httpx.Response(200, content=results)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    return Batches(build_adapter("openai", api_key="k", http_client=client))
+
+
+async def test_a_line_cut_short_is_its_items_error_the_others_kept() -> None:
+    cut = line("item-2")[:60]
+    results = await openai_batches(b"\n".join([line("item-0"), line("item-1"), cut])).results(
+        "batch_1"
+    )
+    assert set(results.succeeded) == {"item-0", "item-1"}
+    failed = results.failed["item-2"]
+    assert failed.outcome == "errored" and isinstance(failed.error, ProtocolError)
+    assert "line 3" in str(failed.error) and "not JSON" in str(failed.error)
+    assert failed.error.provider == "openai"
+
+
+async def test_a_line_of_a_shape_the_api_does_not_have_is_its_items_error() -> None:
+    odd = json.dumps({"custom_id": "item-1", "response": "yes"}).encode()
+    results = await openai_batches(line("item-0") + b"\n" + odd).results("batch_1")
+    assert set(results.succeeded) == {"item-0"}
+    assert isinstance(results.failed["item-1"].error, ProtocolError)
+
+
+async def test_a_line_naming_no_item_fails_the_results_keeping_what_was_read() -> None:
+    raw = b"\n".join([line("item-0"), b"\x7b\x22id\x22: 3, garbage", line("item-1")])
+    with pytest.raises(ProtocolError, match=r"line 2") as caught:
+        await openai_batches(raw).results("batch_1")
+    partial = caught.value.partial_results  # type: ignore[attr-defined]
+    assert set(partial.succeeded) == {"item-0", "item-1"}
