@@ -32,7 +32,7 @@ from metis.errors import AuthError, ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import AsyncRequestStage
+from metis.pipeline.stage import AsyncRequestStage, Inner
 from metis.stages.auth.token_cache import (
     AsyncFetch,
     BlockingFetch,
@@ -40,6 +40,7 @@ from metis.stages.auth.token_cache import (
     TokenCache,
     is_async_callable,
     printable,
+    refused_forgotten,
 )
 
 COGNITIVE_SERVICES = "https://cognitiveservices.azure.com/.default"
@@ -80,6 +81,9 @@ class AzureAuth(AsyncRequestStage[WireRequest]):
         self._provided = TokenCache(
             "the Entra ID token provider", classify=_classified, secrets=_environment_secrets
         )
+
+    def __call__(self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]) -> Any:
+        return refused_forgotten(self.rewrite, request, call, inner, self._identity.forget)
 
     async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         if self._api_key:
