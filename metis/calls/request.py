@@ -351,6 +351,7 @@ _UNFINISHED = {
     StopKind.MAX_TOKENS: "the reply was cut at its output limit (max_tokens) before it ended; ",
     StopKind.REFUSAL: "the model refused; ",
     StopKind.CONTENT_FILTER: "the provider's content filter stopped the reply; ",
+    StopKind.TOOL_USE: "the model called a tool instead of answering; ",
 }
 """What a reply that did not end as asked says before why it does not validate."""
 

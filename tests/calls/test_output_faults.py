@@ -8,13 +8,14 @@ import json
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
+from metis.calls.request import validated
 from metis.errors import OutputValidationError
 from metis.model import StopKind
 from metis.sessions import Session
 
-from ..fakes import FakePeer, Reply
+from ..fakes import FakePeer, Reply, request
 
 
 class City(BaseModel):
@@ -50,6 +51,16 @@ CASES = {
     "refusal": (chat(None, refusal="I can't help with that."), StopKind.REFUSAL, "refused"),
     "filter": (chat(None, finish="content_filter"), StopKind.CONTENT_FILTER, "content filter"),
 }
+CALL = {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+
+
+@pytest.mark.anyio
+async def test_a_tool_call_in_place_of_the_answer_says_so() -> None:
+    adapter = FakePeer(chat(None, finish="tool_calls", tool_calls=[CALL])).adapter("openai")
+    response = await adapter.complete(request("openai"))
+    await adapter.aclose()
+    with pytest.raises(OutputValidationError, match="called a tool instead of answering"):
+        validated(TypeAdapter(City), response)
 
 
 @pytest.mark.anyio
