@@ -1,7 +1,9 @@
-"""A batch's results file with lines that cannot be read: a line cut short or not JSON, or one
-of a shape the API does not have, is that item's ProtocolError when the line names its
-custom_id (every other item kept); a line that names none fails ``results`` with a
-ProtocolError naming the line, the items that were read on ``error.partial_results``."""
+"""Following a batch when things go wrong. A ``wait`` past its timeout is a BatchWaitTimeout
+(a metis error and a TimeoutError) naming the batch and its last status; seconds that are not
+are refused before anything is asked. A results file line cut short or not JSON, or of a shape
+the API does not have, is that item's ProtocolError when the line names its custom_id (every
+other item kept); a line that names none fails ``results`` with a ProtocolError naming the
+line, the items that were read on ``error.partial_results``."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ import httpx
 import pytest
 
 from metis import build_adapter
-from metis.adapter.batches import Batches
-from metis.errors import ProtocolError
+from metis.adapter.batches import Batches, BatchWaitTimeout
+from metis.errors import AdapterError, InvalidRequestError, ProtocolError
 
 pytestmark = pytest.mark.anyio
 
@@ -28,7 +30,7 @@ CHAT = {
 
 
 def line(custom_id: str) -> bytes:
-    answer = {"id": f"batch_req_{custom_id}", "custom_id": custom_id, "error": None}
+    answer: dict[str, object] = {"id": f"b_{custom_id}", "custom_id": custom_id, "error": None}
     answer["response"] = {"status_code": 200, "request_id": "r", "body": CHAT}
     return json.dumps(answer).encode()
 
@@ -70,3 +72,46 @@ async def test_a_line_naming_no_item_fails_the_results_keeping_what_was_read() -
         await openai_batches(raw).results("batch_1")
     partial = caught.value.partial_results  # type: ignore[attr-defined]
     assert set(partial.succeeded) == {"item-0", "item-1"}
+
+
+def running_batches(seen: list[str]) -> Batches:
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(200, json={"id": "batch_1", "status": "in_progress"})
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    return Batches(build_adapter("openai", api_key="k", http_client=client))
+
+
+async def test_a_wait_past_its_timeout_names_the_batch_and_where_it_stood() -> None:
+    seen: list[str] = []
+    with pytest.raises(BatchWaitTimeout) as caught:
+        await running_batches(seen).wait("batch_1", poll_seconds=60, timeout_seconds=0.05)
+    error = caught.value
+    assert isinstance(error, TimeoutError) and isinstance(error, AdapterError)
+    assert "batch_1" in str(error) and "in_progress" in str(error)
+    assert error.status is not None and error.status.state == "running"
+    assert not error.retryable and seen == ["/v1/batches/batch_1"]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"poll_seconds": -1},
+        {"poll_seconds": "30"},
+        {"poll_seconds": float("nan")},
+        {"poll_seconds": True},
+        {"timeout_seconds": -1},
+        {"poll_seconds": float("inf")},
+        {"timeout_seconds": float("nan")},
+        {"timeout_seconds": "5"},
+    ],
+)
+async def test_a_wait_given_seconds_that_are_not_is_refused_before_asking(
+    options: dict[str, object],
+) -> None:
+    seen: list[str] = []
+    name = next(iter(options))
+    with pytest.raises(InvalidRequestError, match=name):
+        await running_batches(seen).wait("batch_1", **options)  # type: ignore[arg-type]
+    assert seen == []
