@@ -14,7 +14,7 @@ import pytest
 
 from metis import build_adapter
 from metis.adapter.batches import Batches, BatchWaitTimeout
-from metis.errors import AdapterError, InvalidRequestError, ProtocolError
+from metis.errors import AdapterError, CapabilityError, InvalidRequestError, ProtocolError
 
 pytestmark = pytest.mark.anyio
 
@@ -115,3 +115,32 @@ async def test_a_wait_given_seconds_that_are_not_is_refused_before_asking(
     with pytest.raises(InvalidRequestError, match=name):
         await running_batches(seen).wait("batch_1", **options)  # type: ignore[arg-type]
     assert seen == []
+
+
+def gemini_batches(done: dict[str, object]) -> Batches:
+    def handle(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"name": "batches/b1", "done": True, **done})
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    return Batches(build_adapter("gemini", api_key="k", http_client=client))
+
+
+GEMINI_OK = {
+    "response": {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi"}]}}]},
+    "metadata": {"key": "k1"},
+}
+
+
+async def test_a_gemini_inlined_response_of_the_wrong_shape_is_its_items_error() -> None:
+    odd = {"error": "no", "metadata": {"key": "k2"}}
+    inlined = {"inlinedResponses": {"inlinedResponses": [GEMINI_OK, odd, {"metadata": 7}]}}
+    with pytest.raises(ProtocolError, match=r"inlinedResponses\[2\]") as caught:
+        await gemini_batches({"response": inlined}).results("b1")
+    partial = caught.value.partial_results  # type: ignore[attr-defined]
+    assert set(partial.succeeded) == {"k1"}
+    assert isinstance(partial.failed["k2"].error, ProtocolError)
+
+
+async def test_gemini_results_in_a_file_are_said_not_read_as_none() -> None:
+    with pytest.raises(CapabilityError, match="files/batch-out"):
+        await gemini_batches({"response": {"responsesFile": "files/batch-out"}}).results("b1")
