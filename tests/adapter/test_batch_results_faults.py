@@ -15,6 +15,7 @@ import pytest
 from metis import build_adapter
 from metis.adapter.batches import Batches, BatchWaitTimeout
 from metis.errors import AdapterError, CapabilityError, InvalidRequestError, ProtocolError
+from metis.model.batches import MissingResult
 
 pytestmark = pytest.mark.anyio
 
@@ -144,3 +145,21 @@ async def test_a_gemini_inlined_response_of_the_wrong_shape_is_its_items_error()
 async def test_gemini_results_in_a_file_are_said_not_read_as_none() -> None:
     with pytest.raises(CapabilityError, match="files/batch-out"):
         await gemini_batches({"response": {"responsesFile": "files/batch-out"}}).results("b1")
+
+
+async def test_an_id_the_results_left_out_says_so_when_looked_up() -> None:
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/batches/batch_1":
+            counts = {"total": 3, "completed": 3, "failed": 0}
+            status = {"id": "batch_1", "status": "completed", "output_file_id": "file_out"}
+            return httpx.Response(200, json={**status, "request_counts": counts})
+        return httpx.Response(200, content=line("item-0") + b"\n" + line("item-1"))
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    results = await Batches(build_adapter("openai", api_key="k", http_client=client)).results(
+        "batch_1"
+    )
+    with pytest.raises(MissingResult, match=r"2 of the 3 requests.*left 1 out") as caught:
+        results["item-2"]
+    assert isinstance(caught.value, KeyError) and caught.value.provider == "openai"
+    assert results["item-0"].outcome == "succeeded"
