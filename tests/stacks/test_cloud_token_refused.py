@@ -72,3 +72,25 @@ async def test_a_google_token_the_server_refuses_is_refreshed_for_the_next_call(
         reply = await adapter.complete(test_vertex.ask())
         assert reply.text and emulator.stats.requests == 2
         await adapter.aclose()
+
+
+async def test_an_embedding_call_refused_a_google_token_refreshes_it_for_the_next() -> None:
+    """Embeddings (and batches, token counts) go through Provider.fetch, not the pipeline."""
+    from metis.adapter.embedder import build_embedder
+
+    with Emulator(api_keys=["ya29.good"]) as emulator:
+        credentials = RevokedCredentials(
+            token="ya29.revoked", expiry=test_vertex.valid_credentials().expiry
+        )
+        embedder = build_embedder(
+            "vertex",
+            base_url=emulator.base_url("vertex"),
+            settings={"project": "p", "location": "us-central1", "credentials": credentials},
+            max_retries=0,
+        )
+        with pytest.raises(AuthError) as caught:
+            await embedder.embed(["a text"], model="text-embedding-005")
+        assert caught.value.provider_status == 401
+        result = await embedder.embed(["a text"], model="text-embedding-005")
+        assert len(result) == 1
+        await embedder.aclose()

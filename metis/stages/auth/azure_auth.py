@@ -38,6 +38,7 @@ from metis.stages.auth.token_cache import (
     BlockingFetch,
     Token,
     TokenCache,
+    bearer_of,
     is_async_callable,
     printable,
     refused_forgotten,
@@ -83,7 +84,13 @@ class AzureAuth(AsyncRequestStage[WireRequest]):
         )
 
     def __call__(self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]) -> Any:
-        return refused_forgotten(self.rewrite, request, call, inner, self._identity.forget)
+        return refused_forgotten(self.rewrite, request, call, inner, self.refused)
+
+    def refused(self, request: WireRequest) -> None:
+        """``request`` was answered 401: the Entra ID token it carried is not kept."""
+        token = bearer_of(request)
+        if token is not None:
+            self._identity.forget(token)
 
     async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         if self._api_key:

@@ -33,7 +33,13 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import AsyncRequestStage, Inner
-from metis.stages.auth.token_cache import Token, TokenCache, printable, refused_forgotten
+from metis.stages.auth.token_cache import (
+    Token,
+    TokenCache,
+    bearer_of,
+    printable,
+    refused_forgotten,
+)
 
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 HOW_TO_CONFIGURE = (
@@ -70,10 +76,11 @@ class GoogleAuth(AsyncRequestStage[WireRequest]):
         """The last token a server refused (401): refreshed before it is sent again."""
 
     def __call__(self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]) -> Any:
-        return refused_forgotten(self.rewrite, request, call, inner, self._refused)
+        return refused_forgotten(self.rewrite, request, call, inner, self.refused)
 
-    def _refused(self, token: str) -> None:
-        self._stale = token
+    def refused(self, request: WireRequest) -> None:
+        """``request`` was answered 401: its token is refreshed before it is sent again."""
+        self._stale = bearer_of(request) or self._stale
 
     async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         ready = self._api_key  # an access token given as it is (not refreshed)

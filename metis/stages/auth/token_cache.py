@@ -214,20 +214,25 @@ async def refused_forgotten(
     request: WireRequest,
     call: Call,
     inner: Callable[[WireRequest, Call], AsyncIterator[Any]],
-    forget: Callable[[str], None],
+    refused: Callable[[WireRequest], None],
 ) -> AsyncIterator[Any]:
-    """The items of ``inner`` for ``request`` as ``sign`` made it; an answer of 401 to its
-    bearer token has ``forget`` called with that token (so the next call gets another), and
-    the AuthError goes on as it is: the refused request is not sent again."""
+    """The items of ``inner`` for ``request`` as ``sign`` made it; an answer of 401 to it has
+    ``refused`` called with what was sent (so the next call gets another token), and the
+    AuthError goes on as it is: the refused request is not sent again."""
     request = await sign(request, call)
     try:
         async for item in inner(request, call):
             yield item
     except AuthError as error:
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if error.provider_status == 401 and scheme.lower() == "bearer" and token:
-            forget(token)
+        if error.provider_status == 401:
+            refused(request)
         raise
+
+
+def bearer_of(request: WireRequest) -> str | None:
+    """The bearer token ``request`` carries, if any."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token if scheme.lower() == "bearer" and token else None
 
 
 def _checked(fetch: Callable[[], Any]) -> Token | Exception:
