@@ -208,8 +208,9 @@ class Limiter:
         async with AsyncExitStack() as stack:
             if self.limits.max_concurrent is not None and self.slot_store is not None:
                 holder = uuid.uuid4().hex
-                await self._shared_slot(deadline, holder)
+                # given back however the take ends: one cut short may have run on the server
                 stack.push_async_callback(self._give_slot_back, holder)
+                await self._shared_slot(deadline, holder)
             elif self.limits.max_concurrent is not None:
                 borrower = object()  # not the task: a stream may be read from several tasks
                 await self._slot(deadline, borrower)
