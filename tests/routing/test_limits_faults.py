@@ -75,3 +75,29 @@ async def test_a_call_whose_deadline_comes_as_redis_takes_its_slot_gives_it_back
         async with limiter.admit(10, anyio.current_time() + 0.5):  # on this process's slots
             assert store.taken.is_set()
         assert await client.zcard(redis_prefix + "openai:slots") == 0
+
+
+class Hanging:
+    """Buckets and slots that never answer."""
+
+    async def reserve(self, name: str, per_minute: float, amount: float, max_wait: float) -> Any:
+        await anyio.sleep_forever()
+
+    async def give_back(self, *args: Any) -> None:
+        await anyio.sleep_forever()
+
+    async def take(self, name: str, limit: int, holder: str, lease_seconds: float) -> bool:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+@pytest.mark.anyio
+async def test_a_limiter_given_shared_stores_itself_is_not_held_by_one_that_hangs() -> None:
+    """A Limiter built with Redis stores (an embedder's, not a router's) bounds each store
+    operation and stands in with this process's own, as a router does; it waited forever."""
+    limits = Limits(max_concurrent=1, tokens_per_minute=1_000)
+    limiter = Limiter("openai", limits, buckets=Hanging(), shared_slots=Hanging())
+    with anyio.fail_after(30):
+        for _ in range(2):
+            async with limiter.admit(10, anyio.current_time() + 20) as admitted:
+                assert admitted.estimate == 10
