@@ -14,6 +14,8 @@ later, from another process.
 from __future__ import annotations
 
 import json
+import math
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -30,6 +32,7 @@ from metis.errors import (
     CapabilityError,
     ErrorClass,
     InvalidRequestError,
+    ProtocolError,
     error_for,
 )
 from metis.model.batches import BatchItem, BatchResults, BatchStatus
@@ -44,6 +47,31 @@ from metis.wire.batches import anthropic as anthropic_batches
 from metis.wire.batches import gemini as gemini_batches
 from metis.wire.batches import openai as openai_batches
 from metis.wire.response_reader import ResponseReader
+
+
+class UnreadableResults(ProtocolError):
+    """A batch's results file with lines that name no item (not JSON, no ``custom_id``): the
+    items that were read are on ``partial_results``."""
+
+    def __init__(self, message: str, partial_results: BatchResults, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.partial_results = partial_results
+
+
+class BatchWaitTimeout(AdapterError, TimeoutError):
+    """:meth:`Batches.wait` ran out of time before the batch finished; ``status`` is the last
+    one read (None when none came back in time). The batch goes on."""
+
+    def __init__(self, message: str, status: BatchStatus | None, **details: Any) -> None:
+        super().__init__(message, retryable=False, **details)
+        self.status = status
+
+
+def _check_seconds(name: str, value: object, most: float = math.inf) -> None:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not 0 <= value <= most:  # type: ignore[operator]  # NaN fails too
+        raise InvalidRequestError(f"{name}: expected a number of seconds >= 0, got {value!r}")
+
 
 KINDS = {
     ("anthropic", "anthropic"): "anthropic",
@@ -169,13 +197,24 @@ class Batches:
     async def wait(
         self, batch_id: str, *, poll_seconds: float = 30.0, timeout_seconds: float | None = None
     ) -> BatchStatus:
-        """The batch's status once it is final, asked every ``poll_seconds``."""
-        with anyio.fail_after(timeout_seconds):
+        """The batch's status once it is final, asked every ``poll_seconds``; a
+        :class:`BatchWaitTimeout` when it is not within ``timeout_seconds``."""
+        _check_seconds("poll_seconds", poll_seconds, sys.float_info.max)
+        if timeout_seconds is not None:
+            _check_seconds("timeout_seconds", timeout_seconds)
+        status: BatchStatus | None = None
+        with anyio.move_on_after(timeout_seconds):
             while True:
                 status = await self.status(batch_id)
                 if status.done:
                     return status
                 await anyio.sleep(poll_seconds)
+        stood = f"it was {status.raw}" if status is not None else "no status had come back"
+        raise BatchWaitTimeout(
+            f"batch {batch_id} did not finish within timeout_seconds={timeout_seconds:g} ({stood})",
+            status,
+            provider=self.adapter.name,
+        )
 
     async def cancel(self, batch_id: str) -> BatchStatus:
         """Ask the provider to stop the batch; its status after asking (items already done
@@ -202,9 +241,26 @@ class Batches:
                 raw += openai_batches.read_results(await self._bytes(send))
         else:
             raw = gemini_batches.read_results(answer)
-        return BatchResults(status, {item.custom_id: self._item(item) for item in raw})
+        items = {item.custom_id: self._item(item) for item in raw if item.custom_id}
+        results = BatchResults(status, items)
+        unread = [item.fault for item in raw if not item.custom_id]
+        if unread:
+            raise UnreadableResults(
+                f"batch {batch_id}: {len(unread)} results line(s) name no item, the first: "
+                f"{unread[0]}; the {len(items)} items read are on error.partial_results",
+                results,
+                provider=self.adapter.name,
+            )
+        return results
 
     def _item(self, item: RawItem) -> BatchItem:
+        if item.fault is not None:
+            return BatchItem(
+                item.custom_id,
+                "errored",
+                None,
+                ProtocolError(item.fault, provider=self.adapter.name),
+            )
         if item.body is not None:
             try:
                 return BatchItem(item.custom_id, "succeeded", self._response(item.body))
@@ -271,4 +327,4 @@ class Batches:
         )
 
 
-__all__ = ["Batches"]
+__all__ = ["BatchWaitTimeout", "Batches", "UnreadableResults"]

@@ -10,7 +10,7 @@ import time
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-from metis.errors import AdapterError, ErrorClass, redact
+from metis.errors import AdapterError, ErrorClass, ProtocolError, redact
 from metis.model.response import StopReason, TokenUsage
 from metis.pipeline.call import Call
 from metis.pipeline.endpoint import Endpoint
@@ -75,6 +75,7 @@ async def _attempt(
     try:
         fetched = await provider.fetch(request, call, codec.error_from_http)
         embedded = codec.decode(fetched.body, fetched.headers, batch)
+        check_sizes(embedded.vectors, batch.dimensions, "in one answer")
     except BaseException as exc:
         if isinstance(exc, AdapterError):
             exc.provider = exc.provider or call.provider
@@ -96,6 +97,16 @@ async def _attempt(
             ),
         )
     return embedded
+
+
+def check_sizes(vectors: list[list[float]], dimensions: int | None, where: str) -> None:
+    """A ProtocolError for vectors of two lengths, or of another length than was asked."""
+    sizes = list(dict.fromkeys(len(vector) for vector in vectors))
+    if dimensions is not None and sizes and sizes != [dimensions]:
+        wrong = next(size for size in sizes if size != dimensions)
+        raise ProtocolError(f"embeddings: {dimensions} dimensions were asked, a vector has {wrong}")
+    if len(sizes) > 1:
+        raise ProtocolError(f"embeddings: vectors of {sizes[0]} and {sizes[1]} numbers {where}")
 
 
 def _failed(call: Call, started: float, exc: BaseException, secrets: tuple[str, ...]) -> CallFailed:

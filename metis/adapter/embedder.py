@@ -31,7 +31,7 @@ from metis.adapter.embed_checks import (
     limits_for,
     split,
 )
-from metis.adapter.embed_send import send_batch
+from metis.adapter.embed_send import check_sizes, send_batch
 from metis.catalog.embedding_models import EmbeddingModel, embedding_model
 from metis.core.ids import new_request_id
 from metis.core.options import checked_init
@@ -291,6 +291,7 @@ class _Run:
         if self.failures:
             raise self._failed(served, usage, requests)
         vectors = [v for v in self.vectors if v is not None]
+        check_sizes(vectors, None, f"across the {requests} requests of one call")
         return EmbeddingResult(vectors, served, usage, requests)
 
     def _failed(self, model: str, usage: TokenUsage, requests: int) -> Exception:

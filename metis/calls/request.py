@@ -25,6 +25,7 @@ from metis.model.knobs import ReasoningEffort
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.model.server_tools import ServerToolLike
+from metis.model.stop import StopKind
 from metis.pipeline.settings import setting_named
 from metis.routing.router import Router
 from metis.tool_schemas import typed_dict_advice
@@ -362,6 +363,15 @@ def _with_provider(name: str) -> str | None:
     return None
 
 
+_UNFINISHED = {
+    StopKind.MAX_TOKENS: "the reply was cut at its output limit (max_tokens) before it ended; ",
+    StopKind.REFUSAL: "the model refused; ",
+    StopKind.CONTENT_FILTER: "the provider's content filter stopped the reply; ",
+    StopKind.TOOL_USE: "the model called a tool instead of answering; ",
+}
+"""What a reply that did not end as asked says before why it does not validate."""
+
+
 def validated(output: TypeAdapter[T], response: CanonicalResponse) -> T:
     """The reply's structured output as ``output``'s type, or an OutputValidationError
     carrying the reply."""
@@ -370,7 +380,8 @@ def validated(output: TypeAdapter[T], response: CanonicalResponse) -> T:
     except ValidationError as exc:
         written = repr(output).removeprefix("TypeAdapter(").removesuffix(")")  # City, as given
         error = OutputValidationError(
-            f"{response.model}: the reply does not validate as {written}: "
+            f"{response.model}: {_UNFINISHED.get(response.stop_reason.kind, '')}the reply "
+            f"does not validate as {written}: "
             + "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()
             ),

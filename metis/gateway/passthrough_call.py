@@ -160,6 +160,8 @@ class Upstream:
             wire = await provider.authenticate(wire, call)
             exchange = await transport.open(wire, call)  # type: ignore[union-attr]
         except HTTPFailure as failure:
+            if failure.status == 401:
+                provider.refused(wire)
             error = provider.codec.error_from_http(failure.status, failure.headers, failure.body)
             passing.error = classified(refused_field(passing, error, failure.body), call)
             raise passing.error from None

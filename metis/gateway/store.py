@@ -117,16 +117,28 @@ def _stored(kept: Any) -> Stored:
     if isinstance(kept, list):  # canonical messages, kept before the response was
         return Stored(tuple(Message.model_validate(m) for m in kept))
     response = kept.get("response")
-    if response is not None and not isinstance(response, dict):
-        raise TypeError(f"a response of type {type(response).__name__}")
+    if response is not None and not (
+        isinstance(response, dict) and isinstance(response.get("id"), str)
+    ):
+        raise TypeError(f"a response without its id: {type(response).__name__}")
     if "items" in kept:
         items = tuple(kept["items"])
+        if not all(isinstance(item, dict) for item in items) or not _text(kept.get("upstream")):
+            raise TypeError("items that are not objects, or an upstream that is not a name")
         count = response.get("output") if response is not None else None
         if response is not None and isinstance(count, int):  # the items' last ones
             response = {**response, "output": list(items[len(items) - count :])}
         return Stored((), items, kept.get("upstream"), response, holder=kept.get("holder"))
     messages = tuple(Message.model_validate(m) for m in kept["messages"])
-    return Stored(messages, response=response, ids=kept.get("ids"))
+    ids = kept.get("ids")
+    if ids is not None and not (isinstance(ids, dict) and all(map(_text, ids.values()))):
+        raise TypeError(f"item ids of type {type(ids).__name__}, not names")
+    return Stored(messages, response=response, ids=ids)
+
+
+def _text(value: Any) -> bool:
+    """Whether ``value`` is a string (or None, for what may be missing)."""
+    return value is None or isinstance(value, str)
 
 
 class RedisResponseStore(_Keeping):

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from metis.errors import AdapterError
+
 if TYPE_CHECKING:
     from metis.model.response import CanonicalResponse
 
@@ -15,6 +17,15 @@ BatchState = Literal["pending", "running", "completed", "failed", "expired", "ca
 FINAL_STATES: frozenset[str] = frozenset({"completed", "failed", "expired", "cancelled"})
 
 ItemOutcome = Literal["succeeded", "errored", "cancelled", "expired"]
+
+
+class MissingResult(AdapterError, KeyError):
+    """``results[custom_id]`` for an id the results do not name: one the batch did not have,
+    or one the provider left out (its status counting more requests than the results name,
+    which the message says). A ``KeyError`` too."""
+
+    def __str__(self) -> str:
+        return AdapterError.__str__(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +66,18 @@ class BatchResults:
     items: dict[str, BatchItem] = field(default_factory=dict)
 
     def __getitem__(self, custom_id: str) -> BatchItem:
-        return self.items[custom_id]
+        found = self.items.get(custom_id)
+        if found is not None:
+            return found
+        named, counted = len(self.items), self.status.total or 0
+        said = f"{named} requests"
+        if counted > named:
+            said = f"{named} of the {counted} requests its status counts: the provider left "
+            said += f"{counted - named} out"
+        raise MissingResult(
+            f"batch {self.status.id}: no result for {custom_id!r}; its results name {said}",
+            provider=self.status.provider,
+        )
 
     def __len__(self) -> int:
         return len(self.items)

@@ -134,6 +134,14 @@ class Provider:
             request = await rewritten if inspect.isawaitable(rewritten) else rewritten
         return request
 
+    def refused(self, request: WireRequest) -> None:
+        """``request`` (as the auth flow made it) was answered 401: each auth step that keeps
+        a token (its ``refused``) does not send that one again."""
+        for step in self.parts["auth"]:
+            refused = getattr(step, "refused", None)
+            if refused is not None:
+                refused(request)
+
     async def fetch(
         self, request: WireRequest, call: Call, errors: ErrorMapper | None = None
     ) -> Fetched:
@@ -175,6 +183,8 @@ class Provider:
                 await exchange.aclose()
             return exchange.status, dict(exchange.headers), raw
         except HTTPFailure as failure:
+            if failure.status == 401:
+                self.refused(request)
             classify = errors or self.codec.error_from_http
             error = classify(failure.status, failure.headers, failure.body)
             raise _classified(error, call, secrets) from None

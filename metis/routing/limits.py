@@ -191,11 +191,15 @@ class Limiter:
     ) -> None:
         self.key = key
         self.limits = limits
-        if not isinstance(buckets, Fallback):
+        # a shared store given here, not by a router, is bounded and stood in for as a
+        # router's is (metis.routing.shared_state): a Redis that hangs never holds a call
+        if buckets is None or isinstance(buckets, InMemoryBuckets):
             buckets = Fallback.local_only("buckets", buckets or InMemoryBuckets())
+        elif not isinstance(buckets, Fallback):
+            buckets = Fallback("buckets", buckets, InMemoryBuckets(), route=key)
         self.bucket_store: Fallback[Buckets] = buckets
         if shared_slots is not None and not isinstance(shared_slots, Fallback):
-            shared_slots = Fallback.local_only("slots", shared_slots)
+            shared_slots = Fallback("slots", shared_slots, InMemorySlots(), route=key)
         self.slot_store: Fallback[SharedSlots] | None = shared_slots
         self._slots: anyio.CapacityLimiter | None = None
 
@@ -208,8 +212,9 @@ class Limiter:
         async with AsyncExitStack() as stack:
             if self.limits.max_concurrent is not None and self.slot_store is not None:
                 holder = uuid.uuid4().hex
-                await self._shared_slot(deadline, holder)
+                # given back however the take ends: one cut short may have run on the server
                 stack.push_async_callback(self._give_slot_back, holder)
+                await self._shared_slot(deadline, holder)
             elif self.limits.max_concurrent is not None:
                 borrower = object()  # not the task: a stream may be read from several tasks
                 await self._slot(deadline, borrower)

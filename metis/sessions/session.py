@@ -45,6 +45,10 @@ from metis.sessions.stream import Reader, TurnStream
 from metis.tools import checked_timeout
 
 T = TypeVar("T")
+_BRIEF = frozenset({"save", "add", "set messages"})
+"""What holds a session only a moment: another owner waits for it instead of being refused."""
+BRIEF_SECONDS = 30.0
+"""The longest such a wait (a save of a long history); past it, SessionBusyError."""
 
 
 class SessionBusyError(RuntimeError):
@@ -95,6 +99,8 @@ class Session(SavingForms, BlockingForms):
             spending=Spending(TokenUsage(), []),
         )
         self._lock = threading.Lock()
+        self._holding = threading.Lock()  # the lock taken and its holder named, as one step
+        self._holder: str | None = None
         self._control: TurnControl | None = None
 
     def __repr__(self) -> str:
@@ -177,7 +183,7 @@ class Session(SavingForms, BlockingForms):
     @property
     def busy(self) -> bool:
         """Whether a turn is in flight."""
-        return self._lock.locked()
+        return self._lock.locked() and self._holder not in _BRIEF
 
     # One turn ------------------------------------------------------------------------------
 
@@ -330,17 +336,30 @@ class Session(SavingForms, BlockingForms):
 
     @contextlib.contextmanager
     def _owned(self, what: str) -> Iterator[None]:
-        """The session, held for ``what``; refused while a turn is in flight."""
-        if not self._lock.acquire(blocking=False):
-            raise SessionBusyError(
-                f"session {self.session_id}: {what} while a turn is in flight; a session has "
-                "one owner and one turn at a time (wait for the turn, or cancel() it; a stream "
-                "left early ends once closed: 'async with session.astream(...) as events')"
-            )
+        """The session, held for ``what``; refused while a turn is in flight (a save or an
+        edit holds it a moment: it is waited for)."""
+        with self._holding:
+            taken = self._lock.acquire(blocking=False)
+            if taken:
+                self._holder = what
+            holder = self._holder
+        if not taken:
+            brief = holder is None or holder in _BRIEF  # None: taken, its holder not yet named
+            if not (brief and self._lock.acquire(timeout=BRIEF_SECONDS)):
+                raise SessionBusyError(
+                    f"session {self.session_id}: {what} while a turn is in flight; a session "
+                    "has one owner and one turn at a time (wait for the turn, or cancel() it; "
+                    "a stream left early ends once closed: 'async with session.astream(...) "
+                    "as events')"
+                )
+            with self._holding:
+                self._holder = what
         try:
             yield
         finally:
-            self._lock.release()
+            with self._holding:
+                self._holder = None
+                self._lock.release()
 
     @contextlib.asynccontextmanager
     async def _turn(self, what: str, reader: Reader | None = None) -> AsyncIterator[TurnControl]:

@@ -232,7 +232,20 @@ def test_two_gateways_over_one_redis_read_back_each_others_responses(redis_url: 
 
 
 @pytest.mark.parametrize(
-    "left", [b"not json{", b"42", b"[1, 2]", b'{"x": 1}', b'{"messages": "no"}', b"\xff\xfe"]
+    "left",
+    [
+        b"not json{",
+        b"42",
+        b"[1, 2]",
+        b'{"x": 1}',
+        b'{"messages": "no"}',
+        b"\xff\xfe",
+        b'{"messages": [], "ids": "no"}',  # continuing it was a bare 500
+        b'{"items": "abc"}',  # continuing it was a 400 blaming the client's input[0]
+        b'{"items": [1, 2]}',
+        b'{"items": [], "upstream": 5}',
+        b'{"messages": [], "response": {"output": [], "id": 3}}',  # retrieved as it was
+    ],
 )
 def test_a_stored_value_the_gateway_did_not_write_is_a_classified_error(
     redis_url: str, left: bytes, caplog: pytest.LogCaptureFixture

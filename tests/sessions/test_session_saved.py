@@ -288,3 +288,53 @@ async def test_a_store_that_fails_never_fails_the_turn(
     assert skipped and "the store is down" in skipped[0].getMessage()
     await close_all(first)
     await close_all(broken)
+
+
+class SlowSave:
+    """saved_session held inside until released: a save in flight, made certain."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import threading
+
+        from metis.sessions import saving
+
+        self.inside, self.release = threading.Event(), threading.Event()
+        self.real = saving.saved_session
+        monkeypatch.setattr(saving, "saved_session", self)
+
+    def __call__(self, conversation: Any) -> Any:
+        self.inside.set()
+        assert self.release.wait(30)
+        return self.real(conversation)
+
+
+def test_a_save_waits_for_another_save_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Saving reads the session: a save beside another (a checkpoint thread beside a
+    request's) waits for it; it was a SessionBusyError saying a turn was in flight."""
+    import threading
+
+    slow = SlowSave(monkeypatch)
+    session = Session("openai:gpt-4o", "Hello")
+    first = threading.Thread(target=session.to_json)
+    first.start()
+    assert slow.inside.wait(30)
+    threading.Timer(0.05, slow.release.set).start()
+    assert json.loads(session.to_json())["messages"][0]["content"][0]["text"] == "Hello"
+    first.join()
+
+
+def test_an_edit_waits_for_a_save_in_flight_and_a_save_does_not_make_the_session_busy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    slow = SlowSave(monkeypatch)
+    session = Session("openai:gpt-4o", "Hello")
+    saver = threading.Thread(target=session.to_json)
+    saver.start()
+    assert slow.inside.wait(30)
+    assert not session.busy  # no turn is in flight
+    threading.Timer(0.05, slow.release.set).start()
+    session.add(Message.user("And another thing"))  # waits for the save, then goes in
+    saver.join()
+    assert [m.text for m in session.messages] == ["Hello", "And another thing"]

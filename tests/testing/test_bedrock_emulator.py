@@ -252,9 +252,11 @@ async def test_a_signature_dated_outside_the_allowed_skew_is_refused(
 ) -> None:
     use_keys(monkeypatch, "AKIDEMULATOR", CREDENTIALS["AKIDEMULATOR"])
     a = adapter("bedrock", emulator)
-    with anyio.fail_after(DEADLINE), pytest.raises(AuthError, match="Signature expired"):
+    with anyio.fail_after(DEADLINE), pytest.raises(AuthError, match="Signature expired") as e:
         await a.complete(ask("bedrock"))
-    assert emulator.stats.requests == 1
+    assert emulator.stats.requests == 1  # not retried: the clock is as wrong the next time
+    assert "dated by this machine's clock" in str(e.value) and "set the clock right" in str(e.value)
+    assert not e.value.retryable
     await a.aclose()
 
 

@@ -72,19 +72,24 @@ def test_a_bom_is_skipped() -> None:
     assert json_limits.loads(b'\xef\xbb\xbf{"a": 1}') == {"a": 1}
 
 
-def test_a_batch_results_file_past_the_limits_is_a_protocol_error() -> None:
+def test_a_batch_results_line_past_the_limits_is_that_lines_fault() -> None:
     # json.loads raised a bare RecursionError on a deep line, and invalid UTF-8 a bare
-    # UnicodeDecodeError, out of a batch's results download.
+    # UnicodeDecodeError, out of a batch's results download. A line past the limits is its
+    # item's fault (the others read); a file that is not UTF-8 is a ProtocolError.
     from metis.errors import ProtocolError
-    from metis.wire.batches import jsonl
+    from metis.wire.batches import RawItem, jsonl
+
+    def read(line: dict[str, object]) -> RawItem:
+        return RawItem("k", "succeeded", line)
 
     deep = b"[" * 100_000 + b"]" * 100_000
-    with pytest.raises(ProtocolError, match="line 2 is not JSON"):
-        jsonl(b'{"a": 1}\n' + deep + b"\n", "batch output")
-    with pytest.raises(ProtocolError, match="line 1 is not JSON"):
-        jsonl(b'{"a": NaN}\n', "batch output")
+    good, too_deep = jsonl(b'{"a": 1}\n' + deep + b"\n", "batch output", read)
+    assert good.body == {"a": 1} and good.fault is None
+    assert too_deep.custom_id == "" and "line 2: not JSON" in str(too_deep.fault)
+    (nan,) = jsonl(b'{"custom_id": "n", "a": NaN}\n', "batch output", read)
+    assert nan.custom_id == "n" and "line 1: not JSON" in str(nan.fault)
     with pytest.raises(ProtocolError, match="batch output is not UTF-8"):
-        jsonl(b'{"a": "\xff"}\n', "batch output")
+        jsonl(b'{"a": "\xff"}\n', "batch output", read)
 
 
 def test_a_nova_code_result_too_deep_to_read_is_left_unread() -> None:

@@ -32,14 +32,16 @@ from metis.errors import AuthError, ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import AsyncRequestStage
+from metis.pipeline.stage import AsyncRequestStage, Inner
 from metis.stages.auth.token_cache import (
     AsyncFetch,
     BlockingFetch,
     Token,
     TokenCache,
+    bearer_of,
     is_async_callable,
     printable,
+    refused_forgotten,
 )
 
 COGNITIVE_SERVICES = "https://cognitiveservices.azure.com/.default"
@@ -80,6 +82,15 @@ class AzureAuth(AsyncRequestStage[WireRequest]):
         self._provided = TokenCache(
             "the Entra ID token provider", classify=_classified, secrets=_environment_secrets
         )
+
+    def __call__(self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]) -> Any:
+        return refused_forgotten(self.rewrite, request, call, inner, self.refused)
+
+    def refused(self, request: WireRequest) -> None:
+        """``request`` was answered 401: the Entra ID token it carried is not kept."""
+        token = bearer_of(request)
+        if token is not None:
+            self._identity.forget(token)
 
     async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         if self._api_key:

@@ -32,8 +32,14 @@ from metis.errors import AuthError, ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import AsyncRequestStage
-from metis.stages.auth.token_cache import Token, TokenCache, printable
+from metis.pipeline.stage import AsyncRequestStage, Inner
+from metis.stages.auth.token_cache import (
+    Token,
+    TokenCache,
+    bearer_of,
+    printable,
+    refused_forgotten,
+)
 
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 HOW_TO_CONFIGURE = (
@@ -66,6 +72,15 @@ class GoogleAuth(AsyncRequestStage[WireRequest]):
         self._default_lock = threading.Lock()
         # The credentials keep the token and its expiry: the cache only shares each refresh.
         self._refreshes = TokenCache("the Google credentials", classify=_classified)
+        self._stale: str | None = None
+        """The last token a server refused (401): refreshed before it is sent again."""
+
+    def __call__(self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]) -> Any:
+        return refused_forgotten(self.rewrite, request, call, inner, self.refused)
+
+    def refused(self, request: WireRequest) -> None:
+        """``request`` was answered 401: its token is refreshed before it is sent again."""
+        self._stale = bearer_of(request) or self._stale
 
     async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         ready = self._api_key  # an access token given as it is (not refreshed)
@@ -73,7 +88,7 @@ class GoogleAuth(AsyncRequestStage[WireRequest]):
             headers = {**request.headers, "authorization": f"Bearer {ready}"}
             return dataclasses.replace(request, headers=headers)
         credentials = self._credentials(call)
-        if credentials is None or not credentials.valid:
+        if credentials is None or not credentials.valid or credentials.token == self._stale:
             token = await self._refreshes.token(call, self._fresh_token)
         else:
             token = credentials.token
@@ -104,7 +119,7 @@ class GoogleAuth(AsyncRequestStage[WireRequest]):
                 if self._default is None:
                     self._default, _project = google.auth.default(scopes=self.options.scopes)
                 credentials = self._default
-        if not credentials.valid:
+        if not credentials.valid or credentials.token == self._stale:
             credentials.refresh(Request())
         return Token(credentials.token)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ import anyio.to_thread
 
 from metis.errors import AdapterError, AuthError, ConfigError, NetworkError, scrub_error
 from metis.pipeline.call import Call
+from metis.pipeline.request import WireRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +113,11 @@ class TokenCache:
         if token is None or token.expires_at is None:
             return None
         return token if time.time() < token.expires_at - self.refresh_margin else None
+
+    def forget(self, value: str) -> None:
+        """Drop the cached token if it is ``value`` (one a server refused)."""
+        if self._token is not None and self._token.value == value:
+            self._token = None
 
     async def token(self, call: Call, fetch: BlockingFetch | AsyncFetch) -> str:
         """A fresh token for ``call``: the cached one, the one being fetched, or a new one
@@ -201,6 +207,32 @@ class TokenCache:
             provider=call.provider,
             request_id=call.request_id,
         )
+
+
+async def refused_forgotten(
+    sign: Callable[[WireRequest, Call], Awaitable[WireRequest]],
+    request: WireRequest,
+    call: Call,
+    inner: Callable[[WireRequest, Call], AsyncIterator[Any]],
+    refused: Callable[[WireRequest], None],
+) -> AsyncIterator[Any]:
+    """The items of ``inner`` for ``request`` as ``sign`` made it; an answer of 401 to it has
+    ``refused`` called with what was sent (so the next call gets another token), and the
+    AuthError goes on as it is: the refused request is not sent again."""
+    request = await sign(request, call)
+    try:
+        async for item in inner(request, call):
+            yield item
+    except AuthError as error:
+        if error.provider_status == 401:
+            refused(request)
+        raise
+
+
+def bearer_of(request: WireRequest) -> str | None:
+    """The bearer token ``request`` carries, if any."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token if scheme.lower() == "bearer" and token else None
 
 
 def _checked(fetch: Callable[[], Any]) -> Token | Exception:

@@ -4,6 +4,9 @@ non-streamed request, made by its chat stack's codec; each result is read by the
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,26 +37,50 @@ class RawItem:
     body: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     status: int = 200
+    fault: str | None = None
+    """Why its line could not be read (a ProtocolError of this item); ``custom_id`` is empty
+    when the line named none."""
 
 
-def jsonl(raw: bytes, where: str) -> list[dict[str, Any]]:
-    """The objects of a JSONL file, one a line (blank lines skipped)."""
-    out = []
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def jsonl(raw: bytes, where: str, read: Callable[[dict[str, Any]], RawItem]) -> list[RawItem]:
+    """Each line of a JSONL results file (blank lines skipped) read by ``read``; a line that
+    is not a JSON object, or that ``read`` finds of the wrong shape, is a faulty item: of its
+    custom_id when the line's text names one, else of none."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ProtocolError(f"{where} is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    items = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             value = json_limits.loads(line)
         except ValueError:  # not JSON, or past the limits (never a RecursionError)
-            raise ProtocolError(f"{where} line {number} is not JSON: {shown(line)}") from None
-        if not isinstance(value, dict):
-            raise ProtocolError(f"{where} line {number}: expected an object, got {shown(value)}")
-        out.append(value)
-    return out
+            problem = f"not JSON: {shown(line)}"
+        else:
+            try:
+                if not isinstance(value, dict):
+                    raise ProtocolError(f"expected an object, got {shown(value)}")
+                items.append(read(value))
+                continue
+            except ProtocolError as exc:
+                problem = exc.message
+        items.append(RawItem(_named(line), "errored", fault=f"{where} line {number}: {problem}"))
+    return items
+
+
+def _named(line: str) -> str:
+    """The custom_id a line that could not be read names, or ''."""
+    found = _CUSTOM_ID.search(line)
+    try:
+        name = json.loads(found[1]) if found else ""
+    except ValueError:
+        return ""
+    return name if isinstance(name, str) else ""
 
 
 def state_of(raw: str, table: dict[str, BatchState]) -> BatchState:

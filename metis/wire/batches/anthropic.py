@@ -78,25 +78,24 @@ def results_request(answer: dict[str, Any]) -> Send | None:
 
 
 def read_results(raw: bytes) -> list[RawItem]:
-    items = []
-    for line in jsonl(raw, "message batch results"):
-        key = required_text(line, "custom_id", "result line")
-        result = object_value(line.get("result"), "result")
-        kind = result.get("type")
-        if kind not in _OUTCOMES:
-            raise ProtocolError(f"result of {key!r}: unknown type {kind!r}")
-        message = result.get("message")
-        error = result.get("error")
-        items.append(
-            RawItem(
-                key,
-                _OUTCOMES[kind],
-                message if isinstance(message, dict) else None,
-                error if isinstance(error, dict) else None,
-                _status_of(error),
-            )
-        )
-    return items
+    return jsonl(raw, "message batch results", _item)
+
+
+def _item(line: dict[str, Any]) -> RawItem:
+    key = required_text(line, "custom_id", "result line")
+    result = object_value(line.get("result"), "result")
+    kind = result.get("type")
+    if kind not in _OUTCOMES:
+        raise ProtocolError(f"result of {key!r}: unknown type {kind!r}")
+    message = result.get("message")
+    error = result.get("error")
+    return RawItem(
+        key,
+        _OUTCOMES[kind],
+        message if isinstance(message, dict) else None,
+        error if isinstance(error, dict) else None,
+        _status_of(error),
+    )
 
 
 def _status_of(error: object) -> int:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis.errors import ProtocolError
+from metis.errors import CapabilityError, ProtocolError
 from metis.model.batches import BatchState, BatchStatus
 from metis.wire.batches import RawItem, Send, state_of
-from metis.wire.read import object_value, required_text
+from metis.wire.read import object_value, required_text, shown
 
 _STATES: dict[str, BatchState] = {}
 for prefix in ("BATCH_STATE_", "JOB_STATE_"):
@@ -75,29 +75,42 @@ def _int(value: Any) -> int | None:
 
 
 def read_results(answer: dict[str, Any]) -> list[RawItem]:
+    """Each inlined response as its item; one of the wrong shape is a faulty item (of no key
+    when it names none: metis.adapter.batches raises for those, keeping the others)."""
     response = (
         answer.get("response")
         or object_value(answer.get("metadata") or {}, "metadata").get("output")
         or {}
     )
-    inlined = object_value(response, "response").get("inlinedResponses") or {}
+    response = object_value(response, "response")
+    if response.get("responsesFile"):
+        raise CapabilityError(
+            f"the batch's results are a file ({shown(response['responsesFile'])}): metis reads "
+            "the inline results of batches sent inline, as it sends them"
+        )
+    inlined = response.get("inlinedResponses") or {}
     found = object_value(inlined, "inlinedResponses").get("inlinedResponses") or []
     if not isinstance(found, list):
         raise ProtocolError("inlinedResponses.inlinedResponses: expected a list")
     items = []
     for i, item in enumerate(found):
-        item = object_value(item, f"inlinedResponses[{i}]")
-        key = object_value(item.get("metadata") or {}, "metadata").get("key")
-        if not isinstance(key, str):
-            raise ProtocolError(f"inlinedResponses[{i}].metadata.key: expected the request's key")
-        if isinstance(item.get("response"), dict):
-            items.append(RawItem(key, "succeeded", item["response"]))
-        else:
-            error = object_value(item.get("error") or {}, f"inlinedResponses[{i}].error")
-            code = error.get("code")
-            items.append(
-                RawItem(
-                    key, "errored", None, {"error": error}, code if isinstance(code, int) else 500
-                )
-            )
+        where = f"inlinedResponses[{i}]"
+        try:
+            items.append(_item(object_value(item, where), where))
+        except ProtocolError as exc:
+            metadata = item.get("metadata") if isinstance(item, dict) else None
+            key = metadata.get("key") if isinstance(metadata, dict) else None
+            named = key if isinstance(key, str) else ""
+            items.append(RawItem(named, "errored", fault=f"batch results {exc.message}"))
     return items
+
+
+def _item(item: dict[str, Any], where: str) -> RawItem:
+    key = object_value(item.get("metadata") or {}, f"{where}.metadata").get("key")
+    if not isinstance(key, str):
+        raise ProtocolError(f"{where}.metadata.key: expected the request's key")
+    if isinstance(item.get("response"), dict):
+        return RawItem(key, "succeeded", item["response"])
+    error = object_value(item.get("error") or {}, f"{where}.error")
+    code = error.get("code")
+    return RawItem(key, "errored", None, {"error": error}, code if isinstance(code, int) else 500)

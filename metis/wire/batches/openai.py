@@ -19,9 +19,10 @@ import json
 import uuid
 from typing import Any
 
+from metis.errors import ProtocolError
 from metis.model.batches import BatchState, BatchStatus
 from metis.wire.batches import RawItem, Send, jsonl, state_of
-from metis.wire.read import object_value, required_text
+from metis.wire.read import object_value, required_text, shown
 
 _STATES: dict[str, BatchState] = {
     "validating": "pending",
@@ -100,40 +101,28 @@ def results_requests(root: str, answer: dict[str, Any]) -> list[Send]:
 
 
 def read_results(raw: bytes) -> list[RawItem]:
-    items = []
-    for line in jsonl(raw, "batch output"):
-        key = required_text(line, "custom_id", "output line")
-        response = line.get("response")
-        error = line.get("error")
-        if isinstance(response, dict):
-            status = response.get("status_code")
-            body = response.get("body")
-            if isinstance(status, int) and status == 200 and isinstance(body, dict):
-                items.append(RawItem(key, "succeeded", body))
-                continue
-            if isinstance(body, dict):
-                items.append(
-                    RawItem(key, "errored", None, body, status if isinstance(status, int) else 500)
-                )
-                continue
-        if isinstance(error, dict):
-            code = error.get("code")
-            outcome = (
-                "expired"
-                if code == "batch_expired"
-                else "cancelled"
-                if code == "batch_cancelled"
-                else "errored"
-            )
-            items.append(RawItem(key, outcome, None, {"error": error}, 400))
-            continue
-        items.append(
-            RawItem(
-                key,
-                "errored",
-                None,
-                {"error": {"message": f"no response in {json.dumps(line)[:200]}"}},
-                500,
-            )
+    return jsonl(raw, "batch output", _item)
+
+
+def _item(line: dict[str, Any]) -> RawItem:
+    key = required_text(line, "custom_id", "output line")
+    response = line.get("response")
+    error = line.get("error")
+    if isinstance(response, dict):
+        status = response.get("status_code")
+        body = response.get("body")
+        if isinstance(status, int) and status == 200 and isinstance(body, dict):
+            return RawItem(key, "succeeded", body)
+        if isinstance(body, dict):
+            return RawItem(key, "errored", None, body, status if isinstance(status, int) else 500)
+    if isinstance(error, dict):
+        code = error.get("code")
+        outcome = (
+            "expired"
+            if code == "batch_expired"
+            else "cancelled"
+            if code == "batch_cancelled"
+            else "errored"
         )
-    return items
+        return RawItem(key, outcome, None, {"error": error}, 400)
+    raise ProtocolError(f"{key!r}: neither a response nor an error: {shown(line)}")

@@ -53,10 +53,26 @@ def exception_type(headers: Mapping[str, str], data: Mapping[str, object] | None
     return raw.split(":", 1)[0].rsplit("#", 1)[-1] or None
 
 
+_SKEW_WORDS = ("signature expired", "signature not yet current", "time too skewed")
+"""What AWS says of a signature dated too far from its clock (RequestTimeTooSkewed's too)."""
+
+
+def skew_hint(message: str) -> str:
+    """``message`` with what to do when it refuses a signature for its time: SigV4 dates it by
+    this machine's clock, which botocore does not correct."""
+    if not any(words in message.lower() for words in _SKEW_WORDS):
+        return message
+    return (
+        f"{message} (the signature is dated by this machine's clock; AWS refuses one more "
+        "than 5 minutes off its own: set the clock right, with NTP)"
+    )
+
+
 def aws_error(
     status: int | None, headers: Mapping[str, str], kind: str | None, message: str
 ) -> AdapterError:
     """The classified error for an AWS exception type (or the status alone when unknown)."""
+    message = skew_hint(message)
     found = _EXCEPTIONS.get((kind or "").lower())
     error_class, retryable = found if found else (None, None)
     request_id = next((v for k, v in headers.items() if k.lower() == "x-amzn-requestid"), None)

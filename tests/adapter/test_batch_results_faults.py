@@ -1,0 +1,165 @@
+"""Following a batch when things go wrong. A ``wait`` past its timeout is a BatchWaitTimeout
+(a metis error and a TimeoutError) naming the batch and its last status; seconds that are not
+are refused before anything is asked. A results file line cut short or not JSON, or of a shape
+the API does not have, is that item's ProtocolError when the line names its custom_id (every
+other item kept); a line that names none fails ``results`` with a ProtocolError naming the
+line, the items that were read on ``error.partial_results``."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from metis import build_adapter
+from metis.adapter.batches import Batches, BatchWaitTimeout
+from metis.errors import AdapterError, CapabilityError, InvalidRequestError, ProtocolError
+from metis.model.batches import MissingResult
+
+pytestmark = pytest.mark.anyio
+
+CHAT = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "model": "gpt-4o",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}
+    ],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+}
+
+
+def line(custom_id: str) -> bytes:
+    answer: dict[str, object] = {"id": f"b_{custom_id}", "custom_id": custom_id, "error": None}
+    answer["response"] = {"status_code": 200, "request_id": "r", "body": CHAT}
+    return json.dumps(answer).encode()
+
+
+def openai_batches(results: bytes) -> Batches:
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/batches/batch_1":
+            status = {"id": "batch_1", "status": "completed", "output_file_id": "file_out"}
+            return httpx.Response(200, json=status)
+        assert request.url.path == "/v1/files/file_out/content"
+        return httpx.Response(200, content=results)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    return Batches(build_adapter("openai", api_key="k", http_client=client))
+
+
+async def test_a_line_cut_short_is_its_items_error_the_others_kept() -> None:
+    cut = line("item-2")[:60]
+    results = await openai_batches(b"\n".join([line("item-0"), line("item-1"), cut])).results(
+        "batch_1"
+    )
+    assert set(results.succeeded) == {"item-0", "item-1"}
+    failed = results.failed["item-2"]
+    assert failed.outcome == "errored" and isinstance(failed.error, ProtocolError)
+    assert "line 3" in str(failed.error) and "not JSON" in str(failed.error)
+    assert failed.error.provider == "openai"
+
+
+async def test_a_line_of_a_shape_the_api_does_not_have_is_its_items_error() -> None:
+    odd = json.dumps({"custom_id": "item-1", "response": "yes"}).encode()
+    results = await openai_batches(line("item-0") + b"\n" + odd).results("batch_1")
+    assert set(results.succeeded) == {"item-0"}
+    assert isinstance(results.failed["item-1"].error, ProtocolError)
+
+
+async def test_a_line_naming_no_item_fails_the_results_keeping_what_was_read() -> None:
+    raw = b"\n".join([line("item-0"), b"\x7b\x22id\x22: 3, garbage", line("item-1")])
+    with pytest.raises(ProtocolError, match=r"line 2") as caught:
+        await openai_batches(raw).results("batch_1")
+    partial = caught.value.partial_results  # type: ignore[attr-defined]
+    assert set(partial.succeeded) == {"item-0", "item-1"}
+
+
+def running_batches(seen: list[str]) -> Batches:
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(200, json={"id": "batch_1", "status": "in_progress"})
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    return Batches(build_adapter("openai", api_key="k", http_client=client))
+
+
+async def test_a_wait_past_its_timeout_names_the_batch_and_where_it_stood() -> None:
+    seen: list[str] = []
+    with pytest.raises(BatchWaitTimeout) as caught:
+        await running_batches(seen).wait("batch_1", poll_seconds=60, timeout_seconds=0.05)
+    error = caught.value
+    assert isinstance(error, TimeoutError) and isinstance(error, AdapterError)
+    assert "batch_1" in str(error) and "in_progress" in str(error)
+    assert error.status is not None and error.status.state == "running"
+    assert not error.retryable and seen == ["/v1/batches/batch_1"]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"poll_seconds": -1},
+        {"poll_seconds": "30"},
+        {"poll_seconds": float("nan")},
+        {"poll_seconds": True},
+        {"timeout_seconds": -1},
+        {"poll_seconds": float("inf")},
+        {"timeout_seconds": float("nan")},
+        {"timeout_seconds": "5"},
+    ],
+)
+async def test_a_wait_given_seconds_that_are_not_is_refused_before_asking(
+    options: dict[str, object],
+) -> None:
+    seen: list[str] = []
+    name = next(iter(options))
+    with pytest.raises(InvalidRequestError, match=name):
+        await running_batches(seen).wait("batch_1", **options)  # type: ignore[arg-type]
+    assert seen == []
+
+
+def gemini_batches(done: dict[str, object]) -> Batches:
+    def handle(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"name": "batches/b1", "done": True, **done})
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    return Batches(build_adapter("gemini", api_key="k", http_client=client))
+
+
+GEMINI_OK = {
+    "response": {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi"}]}}]},
+    "metadata": {"key": "k1"},
+}
+
+
+async def test_a_gemini_inlined_response_of_the_wrong_shape_is_its_items_error() -> None:
+    odd = {"error": "no", "metadata": {"key": "k2"}}
+    inlined = {"inlinedResponses": {"inlinedResponses": [GEMINI_OK, odd, {"metadata": 7}]}}
+    with pytest.raises(ProtocolError, match=r"inlinedResponses\[2\]") as caught:
+        await gemini_batches({"response": inlined}).results("b1")
+    partial = caught.value.partial_results  # type: ignore[attr-defined]
+    assert set(partial.succeeded) == {"k1"}
+    assert isinstance(partial.failed["k2"].error, ProtocolError)
+
+
+async def test_gemini_results_in_a_file_are_said_not_read_as_none() -> None:
+    with pytest.raises(CapabilityError, match="files/batch-out"):
+        await gemini_batches({"response": {"responsesFile": "files/batch-out"}}).results("b1")
+
+
+async def test_an_id_the_results_left_out_says_so_when_looked_up() -> None:
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/batches/batch_1":
+            counts = {"total": 3, "completed": 3, "failed": 0}
+            status = {"id": "batch_1", "status": "completed", "output_file_id": "file_out"}
+            return httpx.Response(200, json={**status, "request_counts": counts})
+        return httpx.Response(200, content=line("item-0") + b"\n" + line("item-1"))
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    results = await Batches(build_adapter("openai", api_key="k", http_client=client)).results(
+        "batch_1"
+    )
+    with pytest.raises(MissingResult, match=r"2 of the 3 requests.*left 1 out") as caught:
+        results["item-2"]
+    assert isinstance(caught.value, KeyError) and caught.value.provider == "openai"
+    assert results["item-0"].outcome == "succeeded"
