@@ -11,11 +11,11 @@ from metis.adapter.adapter import Adapter
 from metis.calls.notes import call_note as call_note
 from metis.calls.notes import unknown_model_note as unknown_model_note
 from metis.calls.option_types import check_forced_tool, check_option_types, check_provider_keys
+from metis.calls.structured_reply import validated as validated
 from metis.core.options import check_options
 from metis.errors import (
     ConfigError,
     InvalidRequestError,
-    OutputValidationError,
 )
 from metis.model import message_dicts
 from metis.model.cache import CachePolicy
@@ -23,9 +23,7 @@ from metis.model.content import Message
 from metis.model.dicts import MessageDict
 from metis.model.knobs import ReasoningEffort
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
-from metis.model.response import CanonicalResponse
 from metis.model.server_tools import ServerToolLike
-from metis.model.stop import StopKind
 from metis.pipeline.settings import setting_named
 from metis.routing.router import Router
 from metis.tool_schemas import typed_dict_advice
@@ -361,36 +359,6 @@ def _with_provider(name: str) -> str | None:
         if catalog and find_model(catalog, name) is not None:
             return f"{stack}:{name}"
     return None
-
-
-_UNFINISHED = {
-    StopKind.MAX_TOKENS: "the reply was cut at its output limit (max_tokens) before it ended; ",
-    StopKind.REFUSAL: "the model refused; ",
-    StopKind.CONTENT_FILTER: "the provider's content filter stopped the reply; ",
-    StopKind.TOOL_USE: "the model called a tool instead of answering; ",
-}
-"""What a reply that did not end as asked says before why it does not validate."""
-
-
-def validated(output: TypeAdapter[T], response: CanonicalResponse) -> T:
-    """The reply's structured output as ``output``'s type, or an OutputValidationError
-    carrying the reply."""
-    try:
-        return output.validate_json(response.text)
-    except ValidationError as exc:
-        written = repr(output).removeprefix("TypeAdapter(").removesuffix(")")  # City, as given
-        error = OutputValidationError(
-            f"{response.model}: {_UNFINISHED.get(response.stop_reason.kind, '')}the reply "
-            f"does not validate as {written}: "
-            + "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()
-            ),
-            raw_text=response.text,
-            provider=response.provider,
-            request_id=response.request_id,
-        )
-        error.partial_response = response
-        raise error from None
 
 
 def as_messages(messages: MessagesLike) -> list[Message]:
