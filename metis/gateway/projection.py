@@ -8,7 +8,7 @@ from typing import Any
 
 from metis.gateway.inbound import Inbound
 from metis.model.capabilities import AdapterCapabilities
-from metis.model.request import ThinkingConfig
+from metis.model.request import ThinkingConfig, ToolChoice
 
 MIN_THINKING_BUDGET = 1024
 """The smallest thinking budget Anthropic's models take."""
@@ -26,6 +26,9 @@ def project(inbound: Inbound, caps: AdapterCapabilities) -> tuple[int, dict[str,
         limit = caps.max_output_tokens
     if fields.get("thinking") is not None:
         thinking = _thinking(fields["thinking"], caps, limit, dropped)
+        if thinking is not None and _forced(fields) and _manual(thinking, caps):
+            dropped.append("thinking (Claude's manual thinking takes no forced tool choice)")
+            thinking = None
         if thinking is not fields["thinking"]:
             changes["thinking"] = thinking
     if fields.get("output_schema") is not None and not caps.supports_structured_output:
@@ -54,3 +57,19 @@ def _thinking(
         return None
     dropped.append(f"thinking budget lowered from {thinking.budget_tokens} to {limit - 1}")
     return ThinkingConfig(budget_tokens=limit - 1)
+
+
+def _forced(fields: dict[str, Any]) -> bool:
+    choice = fields.get("tool_choice")
+    return isinstance(choice, ToolChoice) and choice.type in ("any", "tool")
+
+
+def _manual(thinking: ThinkingConfig, caps: AdapterCapabilities) -> bool:
+    """Whether ``thinking`` goes to the model as Claude's manual thinking (a budget), which
+    Anthropic refuses beside a forced tool choice (metis.wire.anthropic.knobs decides)."""
+    profile = caps.reasoning
+    if profile is None or profile.family != "anthropic" or thinking.effort == "none":
+        return False
+    if profile.form == "budget":
+        return True
+    return profile.form == "adaptive" and thinking.effort is None and profile.budget_max is not None
