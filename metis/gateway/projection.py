@@ -8,6 +8,7 @@ from typing import Any
 
 from metis.gateway.inbound import Inbound
 from metis.model.capabilities import AdapterCapabilities
+from metis.model.content import Message, Role, TextBlock
 from metis.model.request import ThinkingConfig, ToolChoice
 
 MIN_THINKING_BUDGET = 1024
@@ -41,6 +42,27 @@ def project(inbound: Inbound, caps: AdapterCapabilities) -> tuple[int, dict[str,
         changes["parallel_tool_calls"] = None
         dropped.append("parallel_tool_calls (the model makes one call at a time)")
     return limit, changes, dropped
+
+
+def lone_instructions(inbound: Inbound) -> dict[str, Any]:
+    """A request of instructions alone (a system or developer message, ``instructions``, with
+    no other message or only blank user text) goes with them as its user message, since
+    Anthropic and Gemini take no request without one; the fields to change (none otherwise)."""
+    others = [m for m in inbound.messages if m.role is not Role.SYSTEM]
+    if any(m.role is not Role.USER or m.text.strip() or _not_text(m) for m in others):
+        return {}
+    parts = [inbound.fields.get("system_prompt") or ""]
+    parts += [m.text for m in inbound.messages if m.role is Role.SYSTEM]
+    text = "\n\n".join(part for part in parts if part.strip())
+    if not text:
+        return {}
+    inbound.messages = [Message.user(text)]
+    inbound.ignored.append("system prompt (sent as the user message: the request has no other)")
+    return {"system_prompt": None}
+
+
+def _not_text(message: Message) -> bool:
+    return any(not isinstance(block, TextBlock) for block in message.content)
 
 
 def _thinking(
