@@ -23,6 +23,7 @@ from metis.gateway.inbound import flag, optional_number, sampling
 from metis.model.request import FreeformInput, ToolChoice, ToolDefinition
 
 _NAMED = {"auto": "auto", "required": "any", "none": "none"}
+_CHAT_NAMED = {**_NAMED, "any": "any"}
 _MODES = {"auto": "auto", "required": "any"}
 Choice = tuple[ToolChoice | None, frozenset[str] | None]
 """The tool choice, and the names of the tools the model may call when ``allowed_tools``
@@ -59,19 +60,23 @@ def chat_tool_choice(raw: Any, ignored: list[str], legacy: bool = False) -> Choi
     """Chat's ``tool_choice`` (or the deprecated ``function_call`` when ``legacy``)."""
     if raw is None:
         return None, None
-    if isinstance(raw, str) and raw in _NAMED:
-        return ToolChoice(type=_NAMED[raw]), None
+    if isinstance(raw, str) and raw in _CHAT_NAMED:
+        return ToolChoice(type=_CHAT_NAMED[raw]), None
     kind = raw.get("type") if isinstance(raw, Mapping) else None
     if kind == "allowed_tools" and not legacy:
         where = "tool_choice.allowed_tools"
         return _allowed(raw.get("allowed_tools"), where, ignored, nested=True)
-    chosen = raw.get("custom" if kind == "custom" else "function") if kind else raw
+    chosen: Any = None
+    if kind == "tool" or (kind is None and isinstance(raw, Mapping) and "function" not in raw):
+        chosen = raw
+    elif isinstance(raw, Mapping):
+        chosen = raw.get("custom" if kind == "custom" else "function")
     if isinstance(chosen, Mapping) and isinstance(chosen.get("name"), str):
         return ToolChoice.tool(chosen["name"]), None
     raise InvalidRequestError(
-        "tool_choice: expected auto, required, none, {type: function, function: {name}}, "
-        "{type: custom, custom: {name}} or {type: allowed_tools, allowed_tools: {mode, tools}} "
-        "(function_call: auto, none or {name})"
+        "tool_choice: expected auto, required (or any), none, {type: function, function: "
+        "{name}}, {type: custom, custom: {name}}, {type: tool, name} or {type: allowed_tools, "
+        "allowed_tools: {mode, tools}} (function_call: auto, none or {name})"
     )
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from metis.gateway.inbound import Inbound
 from metis.model.capabilities import AdapterCapabilities
-from metis.model.request import ThinkingConfig
+from metis.model.content import Message, Role, TextBlock
+from metis.model.request import ThinkingConfig, ToolChoice
 
 MIN_THINKING_BUDGET = 1024
 """The smallest thinking budget Anthropic's models take."""
@@ -26,6 +27,9 @@ def project(inbound: Inbound, caps: AdapterCapabilities) -> tuple[int, dict[str,
         limit = caps.max_output_tokens
     if fields.get("thinking") is not None:
         thinking = _thinking(fields["thinking"], caps, limit, dropped)
+        if thinking is not None and _forced(fields) and _manual(thinking, caps):
+            dropped.append("thinking (Claude's manual thinking takes no forced tool choice)")
+            thinking = None
         if thinking is not fields["thinking"]:
             changes["thinking"] = thinking
     if fields.get("output_schema") is not None and not caps.supports_structured_output:
@@ -45,6 +49,27 @@ def project(inbound: Inbound, caps: AdapterCapabilities) -> tuple[int, dict[str,
     return limit, changes, dropped
 
 
+def lone_instructions(inbound: Inbound) -> dict[str, Any]:
+    """A request of instructions alone (a system or developer message, ``instructions``, with
+    no other message or only blank user text) goes with them as its user message, since
+    Anthropic and Gemini take no request without one; the fields to change (none otherwise)."""
+    others = [m for m in inbound.messages if m.role is not Role.SYSTEM]
+    if any(m.role is not Role.USER or m.text.strip() or _not_text(m) for m in others):
+        return {}
+    parts = [inbound.fields.get("system_prompt") or ""]
+    parts += [m.text for m in inbound.messages if m.role is Role.SYSTEM]
+    text = "\n\n".join(part for part in parts if part.strip())
+    if not text:
+        return {}
+    inbound.messages = [Message.user(text)]
+    inbound.ignored.append("system prompt (sent as the user message: the request has no other)")
+    return {"system_prompt": None}
+
+
+def _not_text(message: Message) -> bool:
+    return any(not isinstance(block, TextBlock) for block in message.content)
+
+
 def _thinking(
     thinking: ThinkingConfig, caps: AdapterCapabilities, limit: int, dropped: list[str]
 ) -> ThinkingConfig | None:
@@ -61,3 +86,19 @@ def _thinking(
     return ThinkingConfig(
         budget_tokens=limit - 1, summary=thinking.summary, display=thinking.display
     )
+
+
+def _forced(fields: dict[str, Any]) -> bool:
+    choice = fields.get("tool_choice")
+    return isinstance(choice, ToolChoice) and choice.type in ("any", "tool")
+
+
+def _manual(thinking: ThinkingConfig, caps: AdapterCapabilities) -> bool:
+    """Whether ``thinking`` goes to the model as Claude's manual thinking (a budget), which
+    Anthropic refuses beside a forced tool choice (metis.wire.anthropic.knobs decides)."""
+    profile = caps.reasoning
+    if profile is None or profile.family != "anthropic" or thinking.effort == "none":
+        return False
+    if profile.form == "budget":
+        return True
+    return profile.form == "adaptive" and thinking.effort is None and profile.budget_max is not None

@@ -43,7 +43,7 @@ from metis.gateway.item_ids import GivenIds, given_ids
 from metis.gateway.keys import KeyState, given_keys
 from metis.gateway.metrics import Metrics
 from metis.gateway.models import ModelTable, Target
-from metis.gateway.projection import project
+from metis.gateway.projection import lone_instructions, project
 from metis.gateway.provenance import maker
 from metis.gateway.reported import dropped_headers as dropped_headers  # the endpoints'
 from metis.gateway.reported import log_dropped as log_dropped
@@ -164,7 +164,7 @@ class Gateway:
             inbound.messages = [*stored.messages, *inbound.messages]
         target = found if found is not None and found.name == inbound.model else None
         target = target or self.models.resolve(inbound.model)
-        own: dict[str, Any] = {}
+        own: dict[str, Any] = lone_instructions(inbound) if api != "anthropic" else {}
         if isinstance(target.chat_model, Adapter):  # decided as the adapter would (no copy)
             own["stream"] = inbound.stream and target.chat_model.capabilities.supports_streaming
         caps, frame = target.capabilities, inbound.frame  # a frame kept: metis.gateway.frames

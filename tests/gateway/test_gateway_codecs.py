@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from metis.catalog import default_catalog
+from metis.catalog.knobs import reasoning_profile
 from metis.core.ids import new_tool_id
 from metis.errors import (
     CapabilityError,
@@ -46,7 +48,7 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
-from metis.model.request import ThinkingConfig
+from metis.model.request import ThinkingConfig, ToolChoice
 from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
 from metis.model.server_tools import WebSearch
 
@@ -273,6 +275,32 @@ def test_projection_leaves_out_what_the_model_cannot_honour() -> None:
     inbound.fields = {"thinking": ThinkingConfig(budget_tokens=16384, display="omitted")}
     limit, changes, dropped = project(inbound, thinks)  # the budget lowered, the display kept
     assert changes["thinking"] == ThinkingConfig(budget_tokens=7999, display="omitted")
+
+
+@pytest.mark.parametrize(
+    ("model", "thinking", "left_out"),
+    [
+        ("claude-sonnet-4-5", ThinkingConfig(effort="low"), True),  # a budget model
+        ("claude-sonnet-4-6", ThinkingConfig(budget_tokens=2048), True),  # a budget: manual
+        ("claude-sonnet-4-6", ThinkingConfig(effort="low"), False),  # adaptive
+        ("claude-opus-4-7", ThinkingConfig(budget_tokens=2048), False),  # adaptive only
+        ("claude-sonnet-4-5", ThinkingConfig(effort="none"), False),
+    ],
+)
+def test_claude_manual_thinking_beside_a_forced_tool_is_left_out(
+    model: str, thinking: ThinkingConfig, left_out: bool
+) -> None:
+    # pydantic/pydantic-ai's test_openai_responses_streaming_usage: reasoning effort low and
+    # tool_choice required, which the gateway refused on its way to claude-sonnet-4-5
+    profile = reasoning_profile(default_catalog().get("anthropic", model))
+    caps = AdapterCapabilities(max_output_tokens=8000, supports_thinking=True, reasoning=profile)
+    for choice in (ToolChoice.any(), ToolChoice.tool("f"), ToolChoice.auto()):
+        fields = {"thinking": thinking, "tool_choice": choice}
+        inbound = Inbound(model="m", messages=[], max_output_tokens=4000, fields=fields)
+        _, changes, dropped = project(inbound, caps)
+        gone = left_out and choice.type != "auto"
+        assert ("thinking" in changes and changes["thinking"] is None) == gone
+        assert any("manual thinking" in phrase for phrase in dropped) == gone
 
 
 def _response(**changes: Any) -> CanonicalResponse:

@@ -53,6 +53,23 @@ def test_chat_allowed_tools_narrow_the_tools_sent(mode: str, kind: str) -> None:
     assert inbound.ignored == []
 
 
+@pytest.mark.parametrize(
+    ("choice", "expected"),
+    [
+        ("any", ToolChoice.any()),
+        ({"type": "tool", "name": "get_time"}, ToolChoice.tool("get_time")),
+        ({"function": {"name": "get_news"}}, ToolChoice.tool("get_news")),
+    ],
+)
+def test_chat_dialects_forced_choices_are_read_as_forced(choice: Any, expected: Any) -> None:
+    # Mistral's "any" (0xPlaygrounds/rig's mistral cassettes, magentic's), xAI's and MiniMax's
+    # {type: tool, name} (vkryukov/req_llm's tool_round_trip fixtures), Hugging Face's
+    # {function: {name}} without a type (pydantic-ai's tool_choice_matrix): each was answered 200
+    inbound = chat(choice)
+    assert inbound.fields["tool_choice"] == expected
+    assert inbound.ignored == []
+
+
 def test_responses_allowed_tools_keep_function_and_custom_tools_and_skip_hosted_ones() -> None:
     tools = [*RESPONSES_TOOLS, {"type": "custom", "name": "run_sql"}]
     allowed = [
@@ -111,6 +128,9 @@ def test_responses_custom_tools_and_their_choice_are_read() -> None:
             "names none of",
         ),
         (responses, {"name": "get_weather"}, "tool_choice: expected"),
+        (responses, "any", "tool_choice: expected"),
+        (chat, "some", "tool_choice: expected"),
+        (chat, {"type": "tool"}, "tool_choice: expected"),
         (responses, {"type": "custom"}, "tool_choice: expected"),
     ],
 )

@@ -14,7 +14,7 @@ from metis.wire.builder import MessageBuilder
 from metis.wire.codec import CodecFactory, EncodeContext
 from metis.wire.http_errors import body_excerpt, http_error
 from metis.wire.knobs.fit import report_one_call_a_turn
-from metis.wire.schema import gemini_tools
+from metis.wire.schema import gemini_tools, gemini_turns
 from metis.wire.schema.compiled import Compiled, load_settings
 from metis.wire.schema.encode import Encoder
 from metis.wire.schema.parse import SchemaParser
@@ -40,6 +40,8 @@ class SchemaCodec:
 
     def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         body = self._encoder.encode(request, call)
+        if self.name == "gemini":
+            gemini_turns.anchor_calls(body, call)
         if not self.schema.body.uses("parallel_tool_calls"):
             report_one_call_a_turn(request, call)
         if request.server_tools:
