@@ -61,6 +61,8 @@ _STOPS = {
         ("stop_sequence", StopKind.STOP_SEQUENCE),  # Hugging Face TGI
         ("eos_token", StopKind.END_TURN),  # TGI 1.4
         ("eos", StopKind.END_TURN),  # Together AI: the model's end of sequence
+        ("tool_call", StopKind.TOOL_USE),  # Azure AI Foundry serving DeepSeek-R1-0528
+        ("end_turn", StopKind.END_TURN),  # OpenRouter relaying Anthropic's own word (2024)
     )
 }
 CONTENT, REASONING_DETAILS = "content", "reasoning_details"
