@@ -498,6 +498,9 @@ BAD_KEY = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_K
          ErrorClass.CONTEXT_OVERFLOW, "INVALID_ARGUMENT"),
         (400, google_error(400, "INVALID_ARGUMENT", "Invalid JSON payload received."),
          ErrorClass.INVALID_REQUEST, "INVALID_ARGUMENT"),
+        (400, google_error(400, "INVALID_ARGUMENT", "A schema in GenerationConfig in the "
+                           "request exceeds the maximum allowed nesting depth."),
+         ErrorClass.INVALID_REQUEST, "INVALID_ARGUMENT"),
         (400, google_error(400, "INVALID_ARGUMENT", "API key not valid.", BAD_KEY),
          ErrorClass.AUTH, "API_KEY_INVALID"),
         (403, google_error(403, "PERMISSION_DENIED", "Permission denied."),
