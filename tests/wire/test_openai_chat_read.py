@@ -510,6 +510,16 @@ def test_a_tool_call_finish_with_calls_is_a_tool_use_stop(streamed: bool) -> Non
     assert [b.name for b in done.final_content if isinstance(b, ToolUseBlock)] == ["weather"]
 
 
+@pytest.mark.parametrize("finish", ["tool_calls", "tool_call", "function_call"])
+def test_a_tool_call_finish_without_a_call_is_the_end_of_the_turn(finish: str) -> None:
+    """OpenRouter answered a structured request with its JSON as content and
+    ``finish_reason: "tool_calls"``, no call in the reply: nothing to run."""
+    done = parse(body({"content": '{"topic": "Ruby"}'}, finish=finish))
+    assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.END_TURN, finish)
+    streamed = final(stream([chunk({"content": '{"topic": "Ruby"}'}), chunk({}, finish)]))
+    assert streamed.stop_reason == done.stop_reason
+
+
 def test_an_end_turn_finish_is_the_end_of_the_turn() -> None:
     """OpenRouter relaying Anthropic once passed its ``end_turn`` on as the finish_reason."""
     done = parse(body({"content": "Done."}, finish="end_turn"))
