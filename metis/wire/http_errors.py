@@ -24,7 +24,8 @@ from metis.wire.compressed import undeclared_compression
 def _overflow() -> re.Pattern[str]:
     return re.compile(
         r"context[ _]length|context window|maximum context|too many tokens|prompt is too long"
-        r"|input is too long|reduce the length|exceeds? the (model'?s? )?(maximum|context)"
+        r"|input is too long|reduce the length|exceeds? the (model'?s? )?(context|maximum"
+        r" (allowed )?(number of )?(tokens?|bytes|context|input|prompt|length))"
         r"|request_too_large|tokens? (limit|exceed)|exceeds the available context",
         re.IGNORECASE,
     )

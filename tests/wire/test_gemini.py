@@ -342,6 +342,7 @@ def test_an_id_gemini_sends_is_kept() -> None:
         ("PROHIBITED_CONTENT", StopKind.CONTENT_FILTER),
         ("SPII", StopKind.CONTENT_FILTER),
         ("IMAGE_SAFETY", StopKind.CONTENT_FILTER),
+        ("MODEL_ARMOR", StopKind.CONTENT_FILTER),
         ("MALFORMED_FUNCTION_CALL", StopKind.PROVIDER_SPECIFIC),
         ("UNEXPECTED_TOOL_CALL", StopKind.PROVIDER_SPECIFIC),
         ("LANGUAGE", StopKind.PROVIDER_SPECIFIC),
@@ -360,6 +361,18 @@ def test_a_blocked_prompt_is_a_content_filter_stop(reason: str) -> None:
     final = final_of(parse(body, stream=False))
     assert final.final_content == []
     assert (final.stop_reason.kind, final.stop_reason.raw) == (StopKind.CONTENT_FILTER, reason)
+
+
+def test_a_reply_model_armor_blocked_is_a_content_filter_stop_like_a_blocked_prompt() -> None:
+    # Vertex with a Model Armor template: the candidate has no content, only the reason
+    candidate = {"finishReason": "MODEL_ARMOR", "finishMessage": "The reply broke a filter."}
+    usage = {"promptTokenCount": 11, "candidatesTokenCount": 4, "totalTokenCount": 15}
+    final = final_of(parse({"candidates": [candidate], "usageMetadata": usage}, stream=False))
+    assert final.final_content == []
+    assert (final.stop_reason.kind, final.stop_reason.raw) == (
+        StopKind.CONTENT_FILTER,
+        "MODEL_ARMOR",
+    )
 
 
 def test_usage_maps_all_four_counts() -> None:
@@ -484,6 +497,9 @@ BAD_KEY = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_K
                            "the maximum number of tokens allowed (1048576)."),
          ErrorClass.CONTEXT_OVERFLOW, "INVALID_ARGUMENT"),
         (400, google_error(400, "INVALID_ARGUMENT", "Invalid JSON payload received."),
+         ErrorClass.INVALID_REQUEST, "INVALID_ARGUMENT"),
+        (400, google_error(400, "INVALID_ARGUMENT", "A schema in GenerationConfig in the "
+                           "request exceeds the maximum allowed nesting depth."),
          ErrorClass.INVALID_REQUEST, "INVALID_ARGUMENT"),
         (400, google_error(400, "INVALID_ARGUMENT", "API key not valid.", BAD_KEY),
          ErrorClass.AUTH, "API_KEY_INVALID"),

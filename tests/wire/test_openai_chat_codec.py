@@ -559,7 +559,7 @@ def test_stream_length_and_other_finish_reasons() -> None:
     cases = {
         "length": StopKind.MAX_TOKENS,
         "content_filter": StopKind.CONTENT_FILTER,
-        "function_call": StopKind.TOOL_USE,
+        "function_call": StopKind.END_TURN,  # no call in the reply: nothing to run
         "eos": StopKind.END_TURN,  # Together AI's end of sequence
         "abort": StopKind.PROVIDER_SPECIFIC,  # vLLM's, a request aborted
     }

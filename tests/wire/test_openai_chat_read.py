@@ -517,6 +517,37 @@ def test_togethers_eos_finish_is_the_end_of_the_turn(streamed: bool) -> None:
     assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.END_TURN, "eos")
 
 
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "whole"])
+def test_a_tool_call_finish_with_calls_is_a_tool_use_stop(streamed: bool) -> None:
+    """Azure AI Foundry serving DeepSeek-R1-0528 ends a reply that calls a tool with
+    ``finish_reason: "tool_call"`` (singular), its calls in ``tool_calls`` as usual."""
+    call = {"id": "call_w1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+    if streamed:
+        done = final(
+            stream([chunk({"tool_calls": [{"index": 0, **call}]}), chunk({}, "tool_call")])
+        )
+    else:
+        done = parse(body({"content": "Checking.", "tool_calls": [call]}, finish="tool_call"))
+    assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.TOOL_USE, "tool_call")
+    assert [b.name for b in done.final_content if isinstance(b, ToolUseBlock)] == ["weather"]
+
+
+@pytest.mark.parametrize("finish", ["tool_calls", "tool_call", "function_call"])
+def test_a_tool_call_finish_without_a_call_is_the_end_of_the_turn(finish: str) -> None:
+    """OpenRouter answered a structured request with its JSON as content and
+    ``finish_reason: "tool_calls"``, no call in the reply: nothing to run."""
+    done = parse(body({"content": '{"topic": "Ruby"}'}, finish=finish))
+    assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.END_TURN, finish)
+    streamed = final(stream([chunk({"content": '{"topic": "Ruby"}'}), chunk({}, finish)]))
+    assert streamed.stop_reason == done.stop_reason
+
+
+def test_an_end_turn_finish_is_the_end_of_the_turn() -> None:
+    """OpenRouter relaying Anthropic once passed its ``end_turn`` on as the finish_reason."""
+    done = parse(body({"content": "Done."}, finish="end_turn"))
+    assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.END_TURN, "end_turn")
+
+
 def test_no_warning_is_logged_for_plain_content(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         parse(body({"content": [{"type": "text", "text": "plain"}]}))

@@ -1108,6 +1108,36 @@ def body_of(*items: dict[str, Any], status: str = "completed") -> dict[str, Any]
     }
 
 
+@pytest.mark.parametrize(
+    ("items", "kind"),
+    [
+        ([{"type": "message", "id": "m", "role": "assistant", "status": "completed",
+           "content": [{"type": "output_text", "text": "4", "annotations": []}]}],
+         StopKind.END_TURN),
+        ([{"type": "function_call", "id": "c", "call_id": "c", "name": "add",
+           "arguments": '{"a": 1}'}],
+         StopKind.TOOL_USE),
+    ],
+)  # fmt: skip
+def test_a_whole_reply_naming_no_status_ended_by_its_calls_or_as_a_turn(
+    items: list[dict[str, Any]], kind: StopKind
+) -> None:
+    """OpenRouter's Responses API answers without a top-level ``status`` (its items have
+    theirs): a whole reply all the same."""
+    body = body_of(*items)
+    del body["status"]
+    stop = final(codec.parse_body(body, MessageBuilder(PROVIDER, MODEL))).stop_reason
+    assert (stop.kind, stop.raw) == (kind, "")
+
+
+def test_a_whole_reply_naming_no_status_but_incomplete_details_stops_by_them() -> None:
+    body = body_of({"type": "message", "id": "m", "role": "assistant", "content": []})
+    del body["status"]
+    body["incomplete_details"] = {"reason": "max_output_tokens"}
+    stop = final(codec.parse_body(body, MessageBuilder(PROVIDER, MODEL))).stop_reason
+    assert (stop.kind, stop.raw) == (StopKind.MAX_TOKENS, "max_output_tokens")
+
+
 def test_parse_body_gives_the_same_events_as_the_stream() -> None:
     reasoning = {
         "id": "rs_0",

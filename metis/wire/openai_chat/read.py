@@ -61,6 +61,8 @@ _STOPS = {
         ("stop_sequence", StopKind.STOP_SEQUENCE),  # Hugging Face TGI
         ("eos_token", StopKind.END_TURN),  # TGI 1.4
         ("eos", StopKind.END_TURN),  # Together AI: the model's end of sequence
+        ("tool_call", StopKind.TOOL_USE),  # Azure AI Foundry serving DeepSeek-R1-0528
+        ("end_turn", StopKind.END_TURN),  # OpenRouter relaying Anthropic's own word (2024)
     )
 }
 CONTENT, REASONING_DETAILS = "content", "reasoning_details"
@@ -162,7 +164,8 @@ def stop_reason(raw: str | None, refused: bool, calls: bool, native: Any = None)
     none (OpenRouter's relays of some providers), or an empty one (Snowflake Cortex's), ended by
     its tool calls, or as a turn's end. ``native``: OpenRouter's ``native_finish_reason``, the
     upstream's own; where it names the output limit, the reply stopped there (OpenRouter says
-    ``tool_calls`` for a reply cut inside its last call's arguments)."""
+    ``tool_calls`` for a reply cut inside its last call's arguments). A tool-call finish on a
+    reply that holds no call (OpenRouter's structured replies) is the turn's end."""
     if native.__class__ is str and native in _LIMITS and raw != "length":
         return StopReason(kind=StopKind.MAX_TOKENS, raw=native)
     if not raw:
@@ -172,6 +175,8 @@ def stop_reason(raw: str | None, refused: bool, calls: bool, native: Any = None)
     if raw == "stop" and calls:  # what compatible servers answer to a named tool_choice
         return _FORCED_TOOL
     known = _STOPS.get(raw) if raw is not None else None
+    if known is not None and known.kind is StopKind.TOOL_USE and not calls:
+        return StopReason(kind=StopKind.END_TURN, raw=raw)  # nothing to run: the turn ended
     return known or StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=raw)
 
 

@@ -32,7 +32,8 @@ it. Events are keyed by ``output_index`` alone, never by item id.
 Stop reasons: there is no finish reason. A ``completed`` reply stops with ``refusal`` when it
 refused, ``tool_use`` when it holds a function call, else ``end_turn``, all with raw
 ``"completed"``, whatever other items it holds (a dropped item never decides the stop: a reply
-that ends on a compaction item ends its turn like any other). An ``incomplete`` reply stops by
+that ends on a compaction item ends its turn like any other); so does a whole reply that names
+no status at all (OpenRouter's), with raw empty. An ``incomplete`` reply stops by
 its ``incomplete_details.reason`` (``max_output_tokens`` -> ``max_tokens``, ``content_filter``
 -> ``content_filter``, others provider-specific), which is also the raw string.
 ``response.failed`` and ``error`` events raise classified errors, as does a whole response
@@ -333,12 +334,15 @@ class ResponsesParser:
 
     def _stop_reason(self, response: dict[str, Any]) -> StopReason:
         status = response.get("status")
-        if status == "completed":
+        if status is None and response.get("incomplete_details"):
+            status = "incomplete"
+        if status in ("completed", None):  # None: a whole reply naming none (OpenRouter's)
+            raw = status or ""
             if self._refused:
-                return StopReason(kind=StopKind.REFUSAL, raw=status)
+                return StopReason(kind=StopKind.REFUSAL, raw=raw)
             if self._tools:
-                return StopReason(kind=StopKind.TOOL_USE, raw=status)
-            return StopReason(kind=StopKind.END_TURN, raw=status)
+                return StopReason(kind=StopKind.TOOL_USE, raw=raw)
+            return StopReason(kind=StopKind.END_TURN, raw=raw)
         if status == "incomplete":
             details = object_value(
                 response.get("incomplete_details") or {}, "response.incomplete_details"
