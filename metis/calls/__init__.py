@@ -35,6 +35,7 @@ from typing import TypeVar, Unpack, overload
 from metis.adapter.adapter import Adapter
 from metis.adapter.count_tokens import TokenCount
 from metis.calls.adapters import leased_adapter, this_loop
+from metis.calls.async_stream import AsyncStream
 from metis.calls.background import (
     BackgroundLoop,
     BlockingStream,
@@ -228,10 +229,11 @@ def stream(
 
 def astream(
     model: ModelLike, messages: MessagesLike, **options: Unpack[CallOptions]
-) -> AsyncGenerator[StreamEvent, None]:
-    """:func:`stream` in async code: ``async for event in metis.astream(...)``."""
+) -> AsyncStream[StreamEvent]:
+    """:func:`stream` in async code: ``async for event in metis.astream(...)``, closed at the
+    end of an ``async with`` block (``async with metis.astream(...) as events:``)."""
     check_call_options("astream", options)
-    return _astream(model, messages, options)
+    return AsyncStream(_astream(model, messages, options))
 
 
 def count_tokens(
