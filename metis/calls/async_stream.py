@@ -1,4 +1,5 @@
-"""The events of one async one-line call (``metis.astream``), closed at the end of ``async with``."""
+"""The events of one async one-line call (``metis.astream``), closed at the end of an ``async with``
+block."""
 
 from __future__ import annotations
 
