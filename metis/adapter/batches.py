@@ -58,6 +58,15 @@ class UnreadableResults(ProtocolError):
         self.partial_results = partial_results
 
 
+class DuplicateResult(ProtocolError):
+    """The error of an item the results name more than once (each id is submitted once):
+    ``items`` holds every result read under that id, in the order of the results."""
+
+    def __init__(self, message: str, items: tuple[BatchItem, ...], **details: Any) -> None:
+        super().__init__(message, **details)
+        self.items = items
+
+
 class BatchWaitTimeout(AdapterError, TimeoutError):
     """:meth:`Batches.wait` ran out of time before the batch finished; ``status`` is the last
     one read (None when none came back in time). The batch goes on."""
@@ -241,17 +250,36 @@ class Batches:
                 raw += openai_batches.read_results(await self._bytes(send))
         else:
             raw = gemini_batches.read_results(answer)
-        items = {item.custom_id: self._item(item) for item in raw if item.custom_id}
-        results = BatchResults(status, items)
+        results = BatchResults(status, self._items(batch_id, raw))
         unread = [item.fault for item in raw if not item.custom_id]
         if unread:
             raise UnreadableResults(
                 f"batch {batch_id}: {len(unread)} results line(s) name no item, the first: "
-                f"{unread[0]}; the {len(items)} items read are on error.partial_results",
+                f"{unread[0]}; the {len(results)} items read are on error.partial_results",
                 results,
                 provider=self.adapter.name,
             )
         return results
+
+    def _items(self, batch_id: str, raw: list[RawItem]) -> dict[str, BatchItem]:
+        """The items by id; an id named more than once is an errored item keeping them all."""
+        read: dict[str, list[BatchItem]] = {}
+        for item in raw:
+            if item.custom_id:
+                read.setdefault(item.custom_id, []).append(self._item(item))
+        return {key: self._one(batch_id, key, found) for key, found in read.items()}
+
+    def _one(self, batch_id: str, key: str, found: list[BatchItem]) -> BatchItem:
+        if len(found) == 1:
+            return found[0]
+        outcomes = ", ".join(item.outcome for item in found)
+        error = DuplicateResult(
+            f"batch {batch_id}: {key!r} has {len(found)} results ({outcomes}), though each id "
+            "is sent once; all of them are on error.items",
+            tuple(found),
+            provider=self.adapter.name,
+        )
+        return BatchItem(key, "errored", None, error)
 
     def _item(self, item: RawItem) -> BatchItem:
         if item.fault is not None:
@@ -327,4 +355,4 @@ class Batches:
         )
 
 
-__all__ = ["BatchWaitTimeout", "Batches", "UnreadableResults"]
+__all__ = ["BatchWaitTimeout", "Batches", "DuplicateResult", "UnreadableResults"]

@@ -35,6 +35,8 @@ from typing import TypeVar, Unpack, overload
 from metis.adapter.adapter import Adapter
 from metis.adapter.count_tokens import TokenCount
 from metis.calls.adapters import leased_adapter, this_loop
+from metis.calls.arguments import needs_messages
+from metis.calls.async_stream import AsyncStream
 from metis.calls.background import (
     BackgroundLoop,
     BlockingStream,
@@ -91,6 +93,7 @@ def complete(
     output_type: type[T],
     **options: Unpack[CallOptions],
 ) -> T: ...
+@needs_messages
 def complete(
     model: ModelLike,
     messages: MessagesLike,
@@ -168,6 +171,7 @@ async def acomplete(
     output_type: type[T],
     **options: Unpack[CallOptions],
 ) -> T: ...
+@needs_messages
 async def acomplete(
     model: ModelLike,
     messages: MessagesLike,
@@ -180,6 +184,7 @@ async def acomplete(
     return await _acomplete(model, messages, output_type, options)
 
 
+@needs_messages
 def stream(
     model: ModelLike, messages: MessagesLike, **options: Unpack[CallOptions]
 ) -> BlockingStream[StreamEvent]:
@@ -226,14 +231,17 @@ def stream(
     return loop.iterate(functools.partial(_astream, model, messages, options))
 
 
+@needs_messages
 def astream(
     model: ModelLike, messages: MessagesLike, **options: Unpack[CallOptions]
-) -> AsyncGenerator[StreamEvent, None]:
-    """:func:`stream` in async code: ``async for event in metis.astream(...)``."""
+) -> AsyncStream[StreamEvent]:
+    """:func:`stream` in async code: ``async for event in metis.astream(...)``, closed at the
+    end of an ``async with`` block (``async with metis.astream(...) as events:``)."""
     check_call_options("astream", options)
-    return _astream(model, messages, options)
+    return AsyncStream(_astream(model, messages, options))
 
 
+@needs_messages
 def count_tokens(
     model: ModelLike, messages: MessagesLike, **options: Unpack[CallOptions]
 ) -> TokenCount:
@@ -247,6 +255,7 @@ def count_tokens(
     return loop.call(functools.partial(_acount_tokens, model, messages, options))
 
 
+@needs_messages
 async def acount_tokens(
     model: ModelLike, messages: MessagesLike, **options: Unpack[CallOptions]
 ) -> TokenCount:

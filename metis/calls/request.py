@@ -92,6 +92,12 @@ _HINTS = {
     "model": "the model is the first argument: metis.complete('provider:model', messages)",
 }
 _UNSENT = ("n", "logprobs")
+MESSAGES_HINT = (
+    "the messages are the call's second argument: metis.{call}('provider:model', 'Hi') "
+    "(a string, or a list of messages), or messages=..."
+)
+_PROMPT_NAMES = ("prompt", "input", "contents", "message", "text")
+"""Other libraries' names for the conversation, answered with :data:`MESSAGES_HINT`."""
 
 
 def check_call_options(what: str, options: Mapping[str, Any], *also: str) -> None:
@@ -103,6 +109,7 @@ def check_call_options(what: str, options: Mapping[str, Any], *also: str) -> Non
         unsent = {name: f"metis does not send {name}; its options are: " for name in _UNSENT}
         hints = {name: text + ", ".join(sorted(known)) for name, text in unsent.items()}
         hints |= settings_hints(set(options) - known)
+        hints |= {name: MESSAGES_HINT.format(call=what) for name in _PROMPT_NAMES}
         check_options(f"metis.{what}()", options, known, {**hints, **_HINTS})
     check_option_types(options)
 

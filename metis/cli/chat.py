@@ -35,6 +35,17 @@ HELP = (
 MAX_TOOL_ROUNDS = 5
 
 
+def _live_where(target: Target) -> str:
+    """``live`` at the provider's own URL, else the URL its requests go to (an SDK's base URL
+    variable pointed at an emulator or a proxy, say) and the variable that set it."""
+    url = target.adapter.endpoint.base_url
+    own = target.adapter.stack.endpoint
+    given = own.env_base_url() if target.adapter.config.base_url is None else None
+    if given is None and (url.rstrip("/") == own.base_url.rstrip("/") or "{" in own.base_url):
+        return "live"
+    return f"at {url}, set by ${own.base_url_env}" if given else f"at {url}"
+
+
 class Chat:
     """The conversation; its coroutines run on the portal's event loop."""
 
@@ -55,7 +66,7 @@ class Chat:
     async def select(self, name: str) -> None:
         target = self.models.resolve(name)
         self.target = target
-        where = "live"
+        where = _live_where(target)
         if target.offline:
             emulator = self.models.start_emulator()
             why = f"{target.reason}: " if target.reason and target.reason != "offline" else ""

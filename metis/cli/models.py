@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from metis.adapter.adapter import Adapter
 from metis.core.config_files import read_yaml
-from metis.core.suggest import closest
+from metis.core.suggest import misspelt_as
 from metis.cost import Cost, priced_cost
 from metis.errors import ConfigError, InvalidRequestError, NotConfiguredError
 from metis.model.response import TokenUsage
@@ -183,10 +183,10 @@ class Models:
         except InvalidRequestError as exc:
             stack, sep, wire = name.partition(":")
             if self.path is None and sep and wire and stack not in builtin_stacks():
-                near = closest(stack, builtin_stacks(), n=1)
+                near = misspelt_as(stack, builtin_stacks())
                 raise InvalidRequestError(
                     f"no built-in stack named {stack!r}"
-                    + (f"; did you mean '{near[0]}:{wire}'?" if near else "")
+                    + (f"; did you mean '{near}:{wire}'?" if near else "")
                     + " (a model is STACK:MODEL, e.g. anthropic:claude-sonnet-4-5)"
                 ) from None
             if self.path is not None or ":" in name:

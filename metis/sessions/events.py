@@ -66,8 +66,15 @@ class RunResult(Generic[OutputT]):
 
     @property
     def cost_usd(self) -> USD:
-        """The run's total cost in USD (calls of models with no price count as 0)."""
+        """The run's total cost in USD; a call of a model with no price counts as 0 here
+        (where ``Session.cost_usd`` is None): :attr:`cost_known` says whether one did."""
         return USD(sum((cost.usd for cost in self.costs), Decimal(0)))
+
+    @property
+    def cost_known(self) -> bool:
+        """Every call of the run had a price, so :attr:`cost_usd` is its whole cost; False:
+        it is a lower bound (``costs`` say which call had none, and why)."""
+        return all(cost.priced for cost in self.costs)
 
 
 @dataclass(frozen=True, slots=True)

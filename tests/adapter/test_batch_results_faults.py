@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from metis import build_adapter
-from metis.adapter.batches import Batches, BatchWaitTimeout
+from metis.adapter.batches import Batches, BatchWaitTimeout, DuplicateResult
 from metis.errors import AdapterError, CapabilityError, InvalidRequestError, ProtocolError
 from metis.model.batches import MissingResult
 
@@ -73,6 +73,21 @@ async def test_a_line_naming_no_item_fails_the_results_keeping_what_was_read() -
         await openai_batches(raw).results("batch_1")
     partial = caught.value.partial_results  # type: ignore[attr-defined]
     assert set(partial.succeeded) == {"item-0", "item-1"}
+
+
+async def test_an_id_the_results_name_twice_is_its_items_error_keeping_both() -> None:
+    """The last of the two lines won without a word, though submit takes each id once."""
+    failed = json.dumps({"custom_id": "item-1", "error": {"code": "x", "message": "no"}})
+    raw = b"\n".join([line("item-0"), line("item-1"), failed.encode(), line("item-2")])
+    results = await openai_batches(raw).results("batch_1")
+    assert set(results.succeeded) == {"item-0", "item-2"}
+    item = results.failed["item-1"]
+    assert item.outcome == "errored" and isinstance(item.error, DuplicateResult)
+    assert isinstance(item.error, ProtocolError) and item.error.provider == "openai"
+    said = str(item.error)
+    assert "'item-1'" in said and "2 results" in said and "succeeded, errored" in said
+    assert [kept.outcome for kept in item.error.items] == ["succeeded", "errored"]
+    assert item.error.items[0].response is not None and item.error.items[0].response.text == "Hi"
 
 
 def running_batches(seen: list[str]) -> Batches:

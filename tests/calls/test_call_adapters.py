@@ -77,6 +77,27 @@ async def test_an_evicted_adapter_in_use_is_closed_when_its_call_ends(
     await held.aclose()
 
 
+@pytest.mark.anyio
+async def test_a_one_line_async_stream_left_in_async_with_ends_its_call_there(
+    at_emulator: Emulator, disposed: list[Adapter], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``async with metis.astream(...) as events:``, as a session's stream is used; it was
+    'object does not support the asynchronous context manager protocol'."""
+    monkeypatch.setattr(adapters, "MAX_ADAPTERS_PER_LOOP", 1)
+    held = adapters.this_loop()
+    await held.aclose()
+    disposed.clear()
+    async with metis.astream(MODEL, "Tell me a story.", api_key="key-a") as events:
+        async for _ in events:
+            await metis.acomplete(MODEL, "Hi", api_key="key-b")  # evicts key-a, in use
+            break
+        assert disposed == []
+    assert [a.config.api_key for a in disposed] == ["key-a"]  # the call ended with the block
+    assert [event async for event in events] == []
+    await events.aclose()  # again: nothing
+    await held.aclose()
+
+
 def _job() -> Callable[[], Any]:
     async def job() -> None:
         await metis.acomplete(MODEL, "Hi")

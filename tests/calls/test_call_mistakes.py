@@ -269,6 +269,34 @@ def test_a_misspelt_call_option_still_names_the_option() -> None:
         metis.complete(MODEL, "Hi", resoning="high")  # type: ignore[call-overload]
 
 
+@pytest.mark.parametrize("call", ["complete", "stream", "count_tokens"])
+@pytest.mark.parametrize("option", ["prompt", "input", "contents", "message"])
+def test_the_prompt_given_as_another_librarys_option_says_messages_is_the_second_argument(
+    call: str, option: str
+) -> None:
+    """``metis.complete(model, prompt="...")`` was Python's 'missing 1 required positional
+    argument: messages', not naming the option metis did not take."""
+    with pytest.raises(UnknownOptionError) as caught:
+        getattr(metis, call)(MODEL, **{option: "Hi"})
+    said = str(caught.value)
+    assert f"metis.{call}() got an unknown option {option!r}" in said
+    assert "messages" in said and "second argument" in said
+    with pytest.raises(UnknownOptionError, match="second argument"):
+        metis.complete(MODEL, "Hi", **{option: "Hi"})  # with messages too: the same advice
+
+
+@pytest.mark.anyio
+async def test_an_async_call_without_messages_is_refused_by_metis_naming_them() -> None:
+    with pytest.raises(UnknownOptionError, match="messages"):
+        await metis.acomplete(MODEL, prompt="Hi")  # type: ignore[call-overload]
+    with pytest.raises(UnknownOptionError, match="messages"):
+        metis.astream(MODEL, prompt="Hi")  # type: ignore[call-arg]
+    with pytest.raises(InvalidRequestError, match=r"no messages.*second argument"):
+        await metis.acount_tokens(MODEL)  # type: ignore[call-arg]
+    with pytest.raises(InvalidRequestError, match=r"metis.complete\(\) got no messages"):
+        metis.complete(MODEL)  # type: ignore[call-overload]
+
+
 def test_a_misspelt_model_refused_by_the_provider_notes_the_catalogs_nearest(
     at_emulator: Emulator,
 ) -> None:

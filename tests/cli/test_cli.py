@@ -170,7 +170,8 @@ def test_chat_with_a_local_server_that_is_not_running_says_so_and_offers_offline
         "models:\n  ollama:qwen3: {adapter: local}\n"
     )
     done = cli("chat", "-m", "ollama:qwen3", "--models", str(models), input="hi\n")
-    assert "(live)" in done.stdout and "You said" not in done.stdout  # no quiet stand-in
+    assert f"(at http://127.0.0.1:{port})" in done.stdout  # where it sends: no quiet stand-in
+    assert "You said" not in done.stdout
     assert done.stderr.startswith("metis: error: ollama network: cannot reach")
     assert "metis chat --offline" in done.stderr
 

@@ -87,3 +87,55 @@ def test_a_switch_to_a_model_the_catalog_does_not_know_names_the_nearest() -> No
     assert "'gemini-2.5-flsh' is not in the model catalog for google" in said
     assert "nearest it has: gemini-2.5-flash" in said
     assert said.count("not in the model catalog") == 1  # a model it knows: nothing more
+
+
+def said_on_select(name: str, *flags: str) -> str:
+    import anyio
+
+    from metis.cli import build_parser
+
+    args = build_parser().parse_args(["chat", "-m", name, *flags])
+    out = StringIO()
+    talk = chat.Chat(args, Output(out))
+
+    async def select() -> None:
+        try:
+            await talk.select(name)
+        finally:
+            await talk.aclose()
+
+    anyio.run(select)
+    return out.getvalue()
+
+
+def test_a_model_sent_where_the_sdks_base_url_variable_says_names_that_url_not_live(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With ANTHROPIC_BASE_URL at the emulator the chat said '(live)'."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8765")
+    said = said_on_select("anthropic:claude-sonnet-4-5")
+    assert "(live)" not in said
+    assert "(at http://127.0.0.1:8765, set by $ANTHROPIC_BASE_URL)" in said
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    assert "via anthropic (live)" in said_on_select("anthropic:claude-sonnet-4-5")
+
+
+@pytest.mark.parametrize(
+    ("name", "suggested"),
+    [("nope:x", None), ("zzz:x", None), ("opnai:x", "openai:x"), ("xia:grok-4", "xai:grok-4")],
+)
+def test_a_stack_suggested_for_an_unknown_one_is_a_close_spelling_or_none(
+    name: str, suggested: str | None
+) -> None:
+    """``/model nope:x`` suggested 'openai:x'."""
+    from metis.cli.models import Models
+
+    with pytest.raises(InvalidRequestError) as caught:
+        Models().resolve(name)
+    said = str(caught.value)
+    assert f"no built-in stack named {name.partition(':')[0]!r}" in said
+    if suggested is None:
+        assert "did you mean" not in said
+    else:
+        assert f"did you mean {suggested!r}?" in said

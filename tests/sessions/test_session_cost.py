@@ -61,6 +61,23 @@ async def test_a_call_whose_price_is_unknown_makes_the_total_unknown(emulator: E
 
 
 @pytest.mark.anyio
+async def test_a_runs_total_with_an_unpriced_call_says_it_is_not_the_whole_cost(
+    emulator: Emulator,
+) -> None:
+    """A run's ``cost_usd`` stays a USD (typed code adds and compares it) and counts an
+    unpriced call as 0, where the session's total is None; ``cost_known`` tells them apart."""
+    adapters = emulated(emulator, stacks=["anthropic", "ollama"])
+    session = Session(CLAUDE, adapters=adapters)
+    priced = await session.arun("Hello there")
+    assert priced.cost_known and priced.cost_usd > 0
+    session.model = UNPRICED
+    result = await session.arun("And again")
+    assert result.cost_usd == 0 and isinstance(result.cost_usd, USD)
+    assert not result.cost_known and session.cost_usd is None
+    await close_all(adapters)
+
+
+@pytest.mark.anyio
 async def test_a_restored_session_keeps_what_it_cost(emulator: Emulator) -> None:
     adapters = emulated(emulator, stacks=["anthropic", "ollama"])
     session = Session(CLAUDE, adapters=adapters)
