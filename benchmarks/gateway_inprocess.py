@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import cProfile
 import gc
+import json
 import os
 import tempfile
 import time
@@ -116,6 +117,23 @@ async def opened(args: Any, app: Any, scope: Any, body: bytes, marker: bytes) ->
     return args.requests
 
 
+def with_tools(body: bytes, count: int) -> bytes:
+    """``body`` with its one tool repeated under other names to ``count`` tools (an agent's
+    tool list); as it is when ``count`` is 1."""
+    if count == 1:
+        return body
+    parsed = json.loads(body)
+    tool = parsed["tools"][0]
+    named = tool.get("function", tool)
+    copies = []
+    for n in range(count):
+        copy = json.loads(json.dumps(tool))
+        copy.get("function", copy)["name"] = f"{named['name']}_{n}"
+        copies.append(copy)
+    parsed["tools"] = copies
+    return json.dumps(parsed).encode()
+
+
 async def run(args: argparse.Namespace, config: Path) -> None:
     from metis.gateway.app import create_app, frozen_for_serving
     from metis.gateway.config import GatewayConfig
@@ -124,7 +142,7 @@ async def run(args: argparse.Namespace, config: Path) -> None:
     app = frozen_for_serving(create_app(GatewayConfig.load(str(config))))
     route = bench.ROUTES[args.route]
     model = bench.MODELS[route.upstream]
-    body = bench.request_body(route.api, model)
+    body = with_tools(bench.request_body(route.api, model), args.tools)
     scope = scope_for(bench.PATHS[route.api], bench.HEADERS[route.api])
     marker = bench.MARKERS[route.api].encode()
     asked = (app, scope, body, marker)
@@ -167,6 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=1, help="requests in flight at once")
     parser.add_argument("--pace", type=int, default=0, help="ms between the upstream's events")
     parser.add_argument("--rate", type=float, default=0.0, help="an open loop: requests a second")
+    parser.add_argument("--tools", type=int, default=1, help="the request's tools (1 or more)")
     parser.add_argument("--profile", help="write a cProfile of the last round here")
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="uvloop")
     parser.add_argument(

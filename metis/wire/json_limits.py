@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+import marshal
 import re
 from typing import Any
 
@@ -139,15 +140,25 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def json_copy(value: Any) -> Any:
-    """A copy of a JSON value: its objects and arrays made anew all the way down, strings and
-    numbers shared (they cannot change); anything else copied as ``copy.deepcopy`` does. A
-    tool's schema is copied this way for each request (a third of deepcopy's time): it is JSON,
-    checked before it reaches an encoder (:mod:`metis.adapter.sendable`), so it holds no cycle."""
+    """A copy of a JSON value: its objects and arrays made anew all the way down; anything
+    else copied as ``copy.deepcopy`` does. A tool's schema is copied this way for each
+    request: it is JSON, checked before it reaches an encoder (:mod:`metis.adapter.sendable`),
+    so it holds no cycle. Written and read back by ``marshal`` (version 2: exact types, no
+    shared references; in C, a quarter less CPU warm than a walk in Python and 25 fewer
+    Python calls for a small schema); a value marshal cannot write (a subclass of ``str``,
+    an object of the application's) is walked instead."""
+    try:
+        return marshal.loads(marshal.dumps(value, 2))
+    except ValueError:
+        return _walked_copy(value)
+
+
+def _walked_copy(value: Any) -> Any:
     cls = value.__class__
     if cls is dict:
-        return {key: json_copy(item) for key, item in value.items()}
+        return {key: _walked_copy(item) for key, item in value.items()}
     if cls is list:
-        return [json_copy(item) for item in value]
+        return [_walked_copy(item) for item in value]
     if cls is str or cls is int or cls is float or cls is bool or value is None:
         return value
     return copy.deepcopy(value)

@@ -131,3 +131,25 @@ def test_json_copy_is_a_deep_copy_of_a_json_value() -> None:
     assert schema["properties"]["a"]["enum"] == [1, 2.5, None, True]  # type: ignore[index]
     assert when == [datetime.date(2026, 1, 1)]
     assert json_copy("text") == "text" and json_copy(None) is None
+
+
+def test_json_copy_keeps_exact_types_and_shares_nothing_that_can_change() -> None:
+    """Written and read back: ``1`` stays an int, ``1.0`` a float, ``True`` a bool, keys in
+    their order; a value marshal cannot write (a ``str`` enum) is walked, and kept as it is."""
+    import enum
+
+    from metis.wire.json_limits import json_copy
+
+    class Unit(enum.StrEnum):
+        C = "celsius"
+
+    twice = {"type": "integer"}
+    schema = {"b": [1, 1.0, True, None, -0.0], "a": {"x": twice, "y": twice}}
+    copied = json_copy(schema)
+    assert copied == schema and list(copied) == ["b", "a"]
+    assert [type(v) for v in copied["b"]] == [int, float, bool, type(None), float]
+    assert copied["a"]["x"] is not twice and copied["a"]["x"] is not copied["a"]["y"]
+    copied["a"]["x"]["type"] = "string"
+    assert twice == {"type": "integer"} and copied["a"]["y"] == {"type": "integer"}
+    walked = json_copy({"enum": [Unit.C]})
+    assert walked == {"enum": [Unit.C]} and walked["enum"][0] is Unit.C
