@@ -40,6 +40,7 @@ from metis.wire.openai_cache import BREAKPOINT, hinted, text_part
 from metis.wire.openai_chat.audio import audio_reference, is_audio
 from metis.wire.openai_chat.media import media_parts
 from metis.wire.openai_chat.read import REASONING_DETAILS, content_chunks
+from metis.wire.openai_chat.tool_calls import SIGNATURE
 
 
 class ReasoningReplay(BaseModel):
@@ -135,8 +136,7 @@ def assistant_message(
                 {"id": block.id, "type": "custom", "custom": {"name": block.name, "input": text}}
             )
         elif isinstance(block, ToolUseBlock):
-            function = {"name": block.name, "arguments": _encode_arguments(block, call)}
-            calls.append({"id": block.id, "type": "function", "function": function})
+            calls.append(_function_call(block, call))
         elif (
             isinstance(block, ThinkingBlock)
             and replay is not None
@@ -172,6 +172,23 @@ def _encode_arguments(block: ToolUseBlock, call: EncodeContext) -> str:
         if isinstance(kept, str):
             return kept
     return json.dumps(block.input, separators=(",", ":"), ensure_ascii=False)
+
+
+def _function_call(block: ToolUseBlock, call: EncodeContext) -> dict[str, Any]:
+    function = {"name": block.name, "arguments": _encode_arguments(block, call)}
+    return {"id": block.id, "type": "function", "function": function} | _signed(block, call)
+
+
+def _signed(block: ToolUseBlock, call: EncodeContext) -> dict[str, Any]:
+    """A call's thought signature, back where Gemini's OpenAI-compatible endpoint sent it, only
+    to the provider and model that made it (docs/contract.md §7)."""
+    raw = block.provider_raw
+    if raw is None or not call.produced(raw):
+        return {}
+    signature = raw.data.get(SIGNATURE)
+    if not isinstance(signature, str):
+        return {}
+    return {"extra_content": {"google": {"thought_signature": signature}}}
 
 
 def tool_definition(tool: ToolDefinition) -> dict[str, Any]:
