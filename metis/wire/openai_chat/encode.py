@@ -3,7 +3,8 @@
 The system prompt comes first; each tool result is its own ``role: tool`` message (``is_error``
 as an ``"Error: "`` prefix: the wire has no flag); tool calls are ``tool_calls`` with
 JSON-string arguments. Reasoning goes back in the stack's ``reasoning_field`` when it names one
-(DeepSeek's ``reasoning_content``), and only to the provider and model that produced it. An
+(DeepSeek's ``reasoning_content``), and only to the provider and model that produced it, as
+does a call's thought signature (Gemini's ``extra_content.google.thought_signature``). An
 image or file in a tool result (a tool message holds text only) follows in the user message
 after the tool messages, a note in the result naming it. What the wire cannot hold (other
 thinking, media in an assistant turn) is dropped whole with one ``call.warn_dropped`` record.
