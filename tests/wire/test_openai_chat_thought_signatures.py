@@ -6,13 +6,16 @@ samples are written for these tests. Sans-IO."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import httpx
 import pytest
 
+from metis import AdapterConfig, build_adapter
 from metis.errors import ProtocolError
 from metis.model.content import Message, ProviderRaw, ToolResultBlock, ToolUseBlock
-from metis.model.request import CanonicalRequest
+from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.builder import MessageBuilder
 from metis.wire.openai_chat import codec
 from tests.helpers import checked_final, make_call
@@ -159,3 +162,36 @@ def test_other_google_fields_and_a_call_without_a_signature_read_as_before() -> 
     body = whole_reply(call("fc-1", "search", "{}", extra_content={"google": {}}))
     (only,) = parsed(body)
     assert only.provider_raw is None
+
+
+@pytest.mark.anyio
+async def test_an_adapters_history_sends_the_signature_back_through_its_stages() -> None:
+    sent: list[dict[str, Any]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
+        reply = whole_reply(call("fc-1", "search", '{"q":"tides"}', **signed(SIG_ONE)))
+        reply["usage"] = {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}
+        return httpx.Response(200, json=reply)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    config = AdapterConfig(api_key="k", base_url="http://gemini.test", http_client=client)
+    adapter = build_adapter(PROVIDER, config)
+    search = ToolDefinition(name="search", description="Search", input_schema={"type": "object"})
+    asked = [Message.user("look it up")]
+    first = await adapter.complete(
+        CanonicalRequest(model=MODEL, messages=asked, tools=[search], max_output_tokens=64)
+    )
+    (made,) = first.content
+    assert isinstance(made, ToolUseBlock) and made.id != "fc-1"  # a canonical id
+    history = [
+        *asked,
+        Message.assistant(made),
+        Message.tool(ToolResultBlock(tool_use_id=made.id, content="high")),
+    ]
+    await adapter.complete(
+        CanonicalRequest(model=MODEL, messages=history, tools=[search], max_output_tokens=64)
+    )
+    (back,) = sent[1]["messages"][1]["tool_calls"]
+    assert back["function"] == {"name": "search", "arguments": '{"q":"tides"}'}
+    assert back["extra_content"] == {"google": {"thought_signature": SIG_ONE}}
