@@ -60,12 +60,14 @@ from metis.wire.openai_chat.server_tools import annotation_citations, search_fie
 from metis.wire.openai_chat.system_role import system_in_user
 from metis.wire.openai_chat.tool_calls import (
     CUSTOM_RAW,
+    SIGNATURE,
     StreamedToolCalls,
     arguments,
     custom_input,
     legacy_fragment,
     message_calls,
     required_name,
+    thought_signature,
 )
 from metis.wire.read import (
     malformed,
@@ -211,6 +213,8 @@ class OpenAIChatCodec:
             key, custom = ("tool", i), item.get("type") == "custom"
             function = required_object(item, "custom" if custom else "function", "tool_calls[]")
             builder.tool_start(key, tool_call_id(item), required_name(function, "name"))
+            if signature := thought_signature(item, "message.tool_calls[]"):
+                builder.keep_raw(builder.index_of(key) or 0, {SIGNATURE: signature})
             if custom:
                 builder.tool_input(key, whole_input(custom_input(function.get("input"))))
                 builder.keep_raw(builder.index_of(key) or 0, CUSTOM_RAW)

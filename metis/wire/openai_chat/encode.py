@@ -3,7 +3,8 @@
 The system prompt comes first; each tool result is its own ``role: tool`` message (``is_error``
 as an ``"Error: "`` prefix: the wire has no flag); tool calls are ``tool_calls`` with
 JSON-string arguments. Reasoning goes back in the stack's ``reasoning_field`` when it names one
-(DeepSeek's ``reasoning_content``), and only to the provider and model that produced it. An
+(DeepSeek's ``reasoning_content``), and only to the provider and model that produced it, as
+does a call's thought signature (Gemini's ``extra_content.google.thought_signature``). An
 image or file in a tool result (a tool message holds text only) follows in the user message
 after the tool messages, a note in the result naming it. What the wire cannot hold (other
 thinking, media in an assistant turn) is dropped whole with one ``call.warn_dropped`` record.
@@ -40,6 +41,7 @@ from metis.wire.openai_cache import BREAKPOINT, hinted, text_part
 from metis.wire.openai_chat.audio import audio_reference, is_audio
 from metis.wire.openai_chat.media import media_parts
 from metis.wire.openai_chat.read import REASONING_DETAILS, content_chunks
+from metis.wire.openai_chat.tool_calls import SIGNATURE
 
 
 class ReasoningReplay(BaseModel):
@@ -135,8 +137,7 @@ def assistant_message(
                 {"id": block.id, "type": "custom", "custom": {"name": block.name, "input": text}}
             )
         elif isinstance(block, ToolUseBlock):
-            function = {"name": block.name, "arguments": _encode_arguments(block, call)}
-            calls.append({"id": block.id, "type": "function", "function": function})
+            calls.append(_function_call(block, call))
         elif (
             isinstance(block, ThinkingBlock)
             and replay is not None
@@ -172,6 +173,23 @@ def _encode_arguments(block: ToolUseBlock, call: EncodeContext) -> str:
         if isinstance(kept, str):
             return kept
     return json.dumps(block.input, separators=(",", ":"), ensure_ascii=False)
+
+
+def _function_call(block: ToolUseBlock, call: EncodeContext) -> dict[str, Any]:
+    function = {"name": block.name, "arguments": _encode_arguments(block, call)}
+    return {"id": block.id, "type": "function", "function": function} | _signed(block, call)
+
+
+def _signed(block: ToolUseBlock, call: EncodeContext) -> dict[str, Any]:
+    """A call's thought signature, back where Gemini's OpenAI-compatible endpoint sent it, only
+    to the provider and model that made it (docs/contract.md §7)."""
+    raw = block.provider_raw
+    if raw is None or not call.produced(raw):
+        return {}
+    signature = raw.data.get(SIGNATURE)
+    if not isinstance(signature, str):
+        return {}
+    return {"extra_content": {"google": {"thought_signature": signature}}}
 
 
 def tool_definition(tool: ToolDefinition) -> dict[str, Any]:

@@ -25,6 +25,25 @@ from metis.wire.read import malformed, object_value, optional_list, optional_tex
 CUSTOM_RAW = {"type": "custom"}
 """Kept on a custom call's block: it goes back as a custom call (encode.py)."""
 
+SIGNATURE = "thoughtSignature"
+"""The ``provider_raw.data`` key of a call's thought signature, as the Gemini stack keeps it.
+Gemini's OpenAI-compatible endpoint sends it as the call's
+``extra_content.google.thought_signature`` (docs/contract.md §7), whole and streamed."""
+
+
+def thought_signature(item: dict[str, Any], where: str) -> str | None:
+    """The thought signature on a ``tool_calls[]`` entry or fragment, if it has one."""
+    extra = item.get("extra_content")
+    if extra is None:
+        return None
+    google = object_value(extra, f"{where}.extra_content").get("google")
+    if google is None:
+        return None
+    found = object_value(google, f"{where}.extra_content.google").get("thought_signature")
+    if found is None or found.__class__ is str:
+        return found or None
+    raise malformed(f"{where}.extra_content.google.thought_signature", "a string", found)
+
 
 class _JsonEnd:
     """Whether the text fed so far holds a whole JSON object or array (strings and escapes
@@ -56,10 +75,11 @@ class _JsonEnd:
 
 
 class _Call:
-    __slots__ = ("custom", "end", "index", "key", "name", "pieces", "tool_id")
+    __slots__ = ("custom", "end", "index", "key", "name", "pieces", "signature", "tool_id")
 
     def __init__(self, index: Any, tool_id: str, name: str, custom: bool) -> None:
         self.index, self.tool_id, self.name, self.custom = index, tool_id, name, custom
+        self.signature: str | None = None  # kept until the call is told
         self.pieces: list[str] = []
         self.key: Hashable | None = None  # set when told to the builder
         self.end: _JsonEnd | None = None  # followed only while a later call waits on it
@@ -102,12 +122,19 @@ class StreamedToolCalls:
             piece = arguments(function.get("arguments"))
         if piece:
             self._add(call, piece)
+        if signature := thought_signature(item, "delta.tool_calls[]"):
+            self._sign(call, signature)
         if self._waiting:
             self._tell_waiting(force=False)
 
     def tell_all(self) -> None:
         """The reply ended (or stopped): every waiting call is told, in order."""
         self._tell_waiting(force=True)
+
+    def _sign(self, call: _Call, signature: str) -> None:
+        call.signature = signature
+        if call.key is not None:
+            self._builder.keep_raw(self._builder.index_of(call.key) or 0, {SIGNATURE: signature})
 
     def _add(self, call: _Call, piece: str) -> None:
         if call.key is None:
@@ -139,6 +166,8 @@ class StreamedToolCalls:
             self.custom.add(key)
             builder.keep_raw(builder.index_of(key) or 0, CUSTOM_RAW)
             builder.tool_input(key, OPENING)
+        if call.signature is not None:
+            builder.keep_raw(builder.index_of(key) or 0, {SIGNATURE: call.signature})
         for piece in call.pieces:
             builder.tool_input(key, piece)
         self._head = call
