@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
 from types import TracebackType
-from typing import Generic, TypeVar
+from typing import Generic, Self, TypeVar
 
 T = TypeVar("T")
 
@@ -20,7 +20,7 @@ class AsyncStream(AsyncIterator[T], Generic[T]):
     def __init__(self, events: AsyncGenerator[T, None]) -> None:
         self._events = events
 
-    def __aiter__(self) -> AsyncStream[T]:
+    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> T:
@@ -30,7 +30,7 @@ class AsyncStream(AsyncIterator[T], Generic[T]):
         """End the call and release its connection; again: nothing."""
         await self._events.aclose()
 
-    async def __aenter__(self) -> AsyncStream[T]:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(

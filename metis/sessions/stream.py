@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from types import TracebackType
-from typing import Generic, TypeVar
+from typing import TypeVar
+
+from metis.calls.async_stream import AsyncStream
 
 E = TypeVar("E")
 
@@ -19,7 +20,7 @@ class Reader:
         self.gone = False
 
 
-class TurnStream(Generic[E]):
+class TurnStream(AsyncStream[E]):
     """The events of one turn (or run), in order, read once.
 
     Leaving the loop early ends the turn only when the stream is closed: use it as
@@ -29,30 +30,13 @@ class TurnStream(Generic[E]):
     """
 
     def __init__(self, events: AsyncGenerator[E, None], reader: Reader | None = None) -> None:
-        self._events = events
+        super().__init__(events)
         self._reader = reader
 
     def __del__(self) -> None:
         if self._reader is not None:
             self._reader.gone = True
 
-    def __aiter__(self) -> TurnStream[E]:
-        return self
-
-    async def __anext__(self) -> E:
-        return await self._events.__anext__()
-
     async def aclose(self) -> None:
         """End the turn: what arrived is kept (docs/sessions.md)."""
-        await self._events.aclose()
-
-    async def __aenter__(self) -> TurnStream[E]:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+        await super().aclose()
