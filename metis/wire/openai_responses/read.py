@@ -283,7 +283,8 @@ class ResponsesParser:
                 index = position if position not in self._items else max(self._items) + 1
                 self.item(index, item)
         kinds = [kind for kind, _ in self._items.values()]  # streamed, or read just above
-        read_usage(builder, optional_object(response, "usage", "response"), kinds)
+        usage = optional_object(response, "usage", "response")
+        read_usage(builder, usage, kinds, response.get("tool_usage"))
         builder.usage(service_tier=service_tier(response.get("service_tier")))
         builder.stop(self._stop_reason(response))
         self._mark_unpaired()
@@ -357,11 +358,16 @@ class ResponsesParser:
 
 
 def read_usage(
-    builder: MessageBuilder, usage: dict[str, Any] | None, items: Sequence[str] = ()
+    builder: MessageBuilder,
+    usage: dict[str, Any] | None,
+    items: Sequence[str] = (),
+    tool_usage: Any = None,
 ) -> None:
     """Canonical input counts uncached input only; OpenAI's ``input_tokens`` counts it all.
-    ``items``: the types of the response's output items, whose web and file searches count."""
-    builder.usage(server_tools=server.requests_made(items))
+    ``items``: the types of the response's output items, whose web and file searches count;
+    ``tool_usage``: the response's billed tool requests, which win where it has them."""
+    with counts_of(builder):
+        builder.usage(server_tools=server.requests_made(items, tool_usage, builder.provider))
     if not usage:
         return
     with counts_of(builder):

@@ -37,7 +37,7 @@ from metis.model.server_tools import (
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import EncodeContext
 from metis.wire.openai_responses import xai_tools as xai
-from metis.wire.read import list_value, object_value
+from metis.wire.read import list_value, object_value, token_count
 
 SERVER_ITEMS = {
     "web_search_call": WEB_SEARCH,
@@ -204,12 +204,20 @@ def _text(value: Any) -> str | None:
 _BILLED_CALLS = {"web_search_call": "web_search", "file_search_call": "file_search"}
 
 
-def requests_made(item_types: Iterable[str]) -> ServerToolRequests | None:
+def requests_made(
+    item_types: Iterable[str], tool_usage: Any = None, provider: str = "openai_responses"
+) -> ServerToolRequests | None:
     """The web and file searches made by a response's output items, given by type (OpenAI
-    bills each call); None when it made none."""
+    bills each call); None when it made none. The web searches the response's ``tool_usage``
+    says it billed win (``web_search.num_requests``, openai-python ``ToolUsageWebSearch``: a
+    ``web_search_call`` that opened a page or found in it is not billed)."""
     counts: dict[str, int] = {}
     for item_type in item_types:
         kind = _BILLED_CALLS.get(item_type)
         if kind is not None:
             counts[kind] = counts.get(kind, 0) + 1
+    web = object_value(tool_usage or {}, "response.tool_usage").get("web_search")
+    billed = object_value(web or {}, "response.tool_usage.web_search").get("num_requests")
+    if billed is not None:
+        counts[WEB_SEARCH] = token_count(billed, "tool_usage.web_search.num_requests", provider)
     return ServerToolRequests(**counts) if counts else None

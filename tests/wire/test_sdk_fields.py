@@ -1,0 +1,98 @@
+"""Fields the official SDKs' newest releases type in a reply, read through metis's codecs,
+whole and streamed, each from a sample written after the SDK's type (named in each test).
+What metis cannot represent is listed in the sdkaudit report, not here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from metis.model.events import MessageComplete
+from metis.model.response import ServerToolRequests
+from metis.wire.builder import MessageBuilder
+from tests.helpers import checked_final, stack_codec
+
+
+def read(stack: str, reply: Any, streamed: bool) -> MessageComplete:
+    """``reply`` (a whole body, or a list of stream objects) read by ``stack``'s codec."""
+    codec = stack_codec(stack)
+    builder = MessageBuilder(stack, f"{stack}:m")
+    if not streamed:
+        return checked_final(list(codec.parse_body(reply, builder)))
+    parser = codec.stream_parser(builder)
+    events = [event for obj in reply for event in parser.feed(obj)]
+    final: MessageComplete = checked_final(events + list(parser.end()))
+    return final
+
+
+STREAMED = pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+
+
+# OpenAI Responses ----------------------------------------------------------------------------
+
+
+def _response(output: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    usage = {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "model": "gpt-x",
+        "output": output,
+        "usage": usage,
+        **fields,
+    }
+
+
+def _responses_reply(output: list[dict[str, Any]], streamed: bool, **fields: Any) -> Any:
+    done = _response(output, **fields)
+    if not streamed:
+        return done
+    created = {**_response([]), "status": "in_progress", "usage": None}
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": created}]
+    for index, item in enumerate(output):
+        for kind in ("response.output_item.added", "response.output_item.done"):
+            events.append({"type": kind, "output_index": index, "item": item})
+    return [*events, {"type": "response.completed", "response": done}]
+
+
+_MESSAGE = {
+    "type": "message",
+    "id": "msg_1",
+    "role": "assistant",
+    "status": "completed",
+    "content": [{"type": "output_text", "text": "Sunny.", "annotations": []}],
+}
+
+
+def _web(n: int, action: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "web_search_call", "id": f"ws_{n}", "status": "completed", "action": action}
+
+
+@STREAMED
+def test_responses_web_searches_are_the_billed_count_of_tool_usage(streamed: bool) -> None:
+    """openai-python ``Response.tool_usage`` (``ToolUsageWebSearch.num_requests``): the
+    billable searches, which leave out opening a page and finding in it; the items made
+    three ``web_search_call`` items, OpenAI bills one."""
+    items = [
+        _web(1, {"type": "search", "query": "weather"}),
+        _web(2, {"type": "open_page", "url": "https://example.com"}),
+        _web(3, {"type": "find_in_page", "url": "https://example.com", "pattern": "sun"}),
+        _MESSAGE,
+    ]
+    tool_usage = {
+        "image_gen": {
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "total_tokens": 0,
+            "input_tokens_details": {"image_tokens": 0, "text_tokens": 0},
+        },
+        "web_search": {"num_requests": 1},
+    }
+    final = read(
+        "openai_responses", _responses_reply(items, streamed, tool_usage=tool_usage), streamed
+    )
+    assert final.usage.server_tools == ServerToolRequests(web_search=1)
+    without = read("openai_responses", _responses_reply(items, streamed), streamed)
+    assert without.usage.server_tools == ServerToolRequests(web_search=3)  # one per item
