@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from metis.model.citation import DocumentLocation
 from metis.model.events import MessageComplete
 from metis.model.response import ServerToolRequests
 from metis.wire.builder import MessageBuilder
@@ -96,3 +97,48 @@ def test_responses_web_searches_are_the_billed_count_of_tool_usage(streamed: boo
     assert final.usage.server_tools == ServerToolRequests(web_search=1)
     without = read("openai_responses", _responses_reply(items, streamed), streamed)
     assert without.usage.server_tools == ServerToolRequests(web_search=3)  # one per item
+
+
+# Bedrock Converse ----------------------------------------------------------------------------
+
+
+def _converse_reply(citation: dict[str, Any], streamed: bool) -> Any:
+    usage = {"inputTokens": 10, "outputTokens": 2, "totalTokens": 12}
+    if not streamed:
+        block = {"citationsContent": {"content": [{"text": "Sunny."}], "citations": [citation]}}
+        message = {"role": "assistant", "content": [block]}
+        return {"output": {"message": message}, "stopReason": "end_turn", "usage": usage}
+    deltas = [{"text": "Sunny."}, {"citation": citation}]
+    return [
+        {"messageStart": {"role": "assistant"}},
+        *[{"contentBlockDelta": {"contentBlockIndex": 0, "delta": d}} for d in deltas],
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": "end_turn"}},
+        {"metadata": {"usage": usage}},
+    ]
+
+
+@STREAMED
+def test_converse_cites_a_search_result_by_its_place(streamed: bool) -> None:
+    """botocore bedrock-runtime ``CitationLocation.searchResultLocation``
+    (``SearchResultLocation{searchResultIndex, start, end}``, content blocks of the request's
+    ``searchResult`` block) with the ``Citation``'s ``source`` and ``title``: a search-result
+    citation, as Anthropic's ``search_result_location`` is read."""
+    citation = {
+        "title": "Forecast",
+        "source": "https://weather.example/today",
+        "sourceContent": [{"text": "Sunny all day."}],
+        "location": {"searchResultLocation": {"searchResultIndex": 1, "start": 0, "end": 2}},
+    }
+    final = read("bedrock", _converse_reply(citation, streamed), streamed)
+    (text,) = final.final_content
+    (cited,) = text.citations
+    assert (cited.kind, cited.url, cited.title) == (
+        "search_result",
+        "https://weather.example/today",
+        "Forecast",
+    )
+    assert cited.cited_text == "Sunny all day."
+    assert cited.document == DocumentLocation(
+        index=1, title="Forecast", unit="block", start=0, end=2
+    )

@@ -114,7 +114,8 @@ def _code_output(content: Any) -> CodeOutput | None:
 
 
 def citation(raw: dict[str, Any]) -> Citation:
-    """A Converse ``Citation``: a web page, or a place in a document of the request."""
+    """A Converse ``Citation``: a web page, a place in a document of the request, or content
+    blocks of one of its search results (``searchResultLocation``, named by ``source``)."""
     location = raw.get("location") if isinstance(raw.get("location"), dict) else {}
     assert isinstance(location, dict)
     quoted = [p.get("text") for p in raw.get("sourceContent") or [] if isinstance(p, dict)]
@@ -125,6 +126,20 @@ def citation(raw: dict[str, Any]) -> Citation:
     if isinstance(web, dict):
         url = web.get("url") if isinstance(web.get("url"), str) else None
         return Citation(kind="url", url=url, title=title, cited_text=cited, provider_raw=origin)
+    found = location.get("searchResultLocation")
+    if isinstance(found, dict):
+        place = DocumentLocation(
+            index=_int(found.get("searchResultIndex")),
+            title=title,
+            unit="block",
+            start=_int(found.get("start")),
+            end=_int(found.get("end")),
+        )
+        source = raw.get("source") if isinstance(raw.get("source"), str) else None
+        return Citation(
+            kind="search_result", url=source, title=title, cited_text=cited, document=place,
+            provider_raw=origin,
+        )  # fmt: skip
     for key, unit in _DOCUMENT_UNITS.items():
         where = location.get(key)
         if isinstance(where, dict):
