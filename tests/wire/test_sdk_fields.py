@@ -10,7 +10,7 @@ import pytest
 
 from metis.model.citation import DocumentLocation
 from metis.model.events import MessageComplete
-from metis.model.response import ServerToolRequests
+from metis.model.response import ServerToolRequests, StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from tests.helpers import checked_final, stack_codec
 
@@ -142,3 +142,36 @@ def test_converse_cites_a_search_result_by_its_place(streamed: bool) -> None:
     assert cited.document == DocumentLocation(
         index=1, title="Forecast", unit="block", start=0, end=2
     )
+
+
+# Gemini, Vertex ------------------------------------------------------------------------------
+
+
+def _gemini_reply(finish: str, streamed: bool) -> Any:
+    usage = {"promptTokenCount": 10, "candidatesTokenCount": 2, "totalTokenCount": 12}
+
+    def chunk(text: str, finish: str | None) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]}}
+        if finish:
+            candidate["finishReason"] = finish
+        return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-x"}
+
+    return (
+        [chunk("Once upon", None), chunk(" a time", finish)] if streamed else chunk("Once", finish)
+    )
+
+
+@STREAMED
+@pytest.mark.parametrize("stack", ["gemini", "vertex"])
+@pytest.mark.parametrize(
+    ("finish", "kind"),
+    [("CONTINUATION", StopKind.MAX_TOKENS), ("ESCALATION", StopKind.CONTENT_FILTER)],
+)
+def test_gemini_finish_reasons_of_a_limit_and_a_filter(
+    stack: str, finish: str, kind: StopKind, streamed: bool
+) -> None:
+    """google-genai ``FinishReason.CONTINUATION`` (the reply reached the per-request token
+    limit before it was done) is ``max_tokens``; ``FinishReason.ESCALATION`` (the request was
+    filtered by an escalation rule) is ``content_filter``; ``raw`` names which."""
+    final = read(stack, _gemini_reply(finish, streamed), streamed)
+    assert final.stop_reason == StopReason(kind=kind, raw=finish)
