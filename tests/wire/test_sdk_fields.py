@@ -175,3 +175,32 @@ def test_gemini_finish_reasons_of_a_limit_and_a_filter(
     filtered by an escalation rule) is ``content_filter``; ``raw`` names which."""
     final = read(stack, _gemini_reply(finish, streamed), streamed)
     assert final.stop_reason == StopReason(kind=kind, raw=finish)
+
+
+# Mistral (Chat Completions) ------------------------------------------------------------------
+
+
+def _mistral_reply(content: Any, streamed: bool, finish: str = "stop", **usage: Any) -> Any:
+    counts = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12, **usage}
+    head = {"id": "c1", "model": "mistral-medium-latest", "created": 1}
+    if not streamed:
+        message = {"role": "assistant", "content": content}
+        choice = {"index": 0, "message": message, "finish_reason": finish}
+        return {**head, "object": "chat.completion", "choices": [choice], "usage": counts}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {**head, "object": "chat.completion.chunk", "choices": [choice]}
+
+    return [
+        chunk({"role": "assistant", "content": content}),
+        {**chunk({}, finish), "usage": counts},
+    ]
+
+
+@STREAMED
+def test_mistral_model_length_is_the_output_limit(streamed: bool) -> None:
+    """mistralai ``ChatCompletionChoiceFinishReason`` ``model_length``: the model's context
+    length was reached, as Anthropic's ``model_context_window_exceeded`` is ``max_tokens``."""
+    final = read("mistral", _mistral_reply("Once upon", streamed, "model_length"), streamed)
+    assert final.stop_reason == StopReason(kind=StopKind.MAX_TOKENS, raw="model_length")

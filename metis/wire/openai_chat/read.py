@@ -63,6 +63,7 @@ _STOPS = {
         ("eos", StopKind.END_TURN),  # Together AI: the model's end of sequence
         ("tool_call", StopKind.TOOL_USE),  # Azure AI Foundry serving DeepSeek-R1-0528
         ("end_turn", StopKind.END_TURN),  # OpenRouter relaying Anthropic's own word (2024)
+        ("model_length", StopKind.MAX_TOKENS),  # Mistral: the model's context length reached
     )
 }
 CONTENT, REASONING_DETAILS = "content", "reasoning_details"
