@@ -11,6 +11,7 @@ import pytest
 from metis.model.citation import DocumentLocation
 from metis.model.events import MessageComplete
 from metis.model.response import ServerToolRequests, StopKind, StopReason
+from metis.model.tier import ServiceTier, TierKind
 from metis.wire.builder import MessageBuilder
 from tests.helpers import checked_final, stack_codec
 
@@ -204,3 +205,12 @@ def test_mistral_model_length_is_the_output_limit(streamed: bool) -> None:
     length was reached, as Anthropic's ``model_context_window_exceeded`` is ``max_tokens``."""
     final = read("mistral", _mistral_reply("Once upon", streamed, "model_length"), streamed)
     assert final.stop_reason == StopReason(kind=StopKind.MAX_TOKENS, raw="model_length")
+
+
+@STREAMED
+def test_mistral_service_tier_is_read_from_its_usage(streamed: bool) -> None:
+    """mistralai ``UsageInfo.service_tier``: Mistral says the tier inside ``usage``, not
+    beside it as OpenAI does."""
+    reply = _mistral_reply("Sunny.", streamed, service_tier="priority")
+    final = read("mistral", reply, streamed)
+    assert final.usage.service_tier == ServiceTier(kind=TierKind.PRIORITY, raw="priority")

@@ -189,8 +189,9 @@ def read_usage(
     the reply's ``service_tier``, beside its usage.
     ``reasoning_apart``: ``completion_tokens`` leaves the reasoning tokens out (xAI), so they
     are added to make the output count; so they are too where ``total_tokens`` shows it
-    (prompt + completion + reasoning: xAI's counts relayed by another endpoint)."""
-    builder.usage(service_tier=service_tier(tier))
+    (prompt + completion + reasoning: xAI's counts relayed by another endpoint). Mistral says
+    the tier inside ``usage`` (mistralai ``UsageInfo.service_tier``)."""
+    builder.usage(service_tier=service_tier(usage.get("service_tier") if tier is None else tier))
     with counts_of(builder):
         details = object_value(
             usage.get("prompt_tokens_details") or usage.get("prompt_token_details") or {},
