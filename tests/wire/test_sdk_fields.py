@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
+from metis.model import CanonicalRequest, Message, TextBlock, ThinkingBlock
 from metis.model.citation import DocumentLocation
 from metis.model.events import MessageComplete
 from metis.model.response import ServerToolRequests, StopKind, StopReason
 from metis.model.tier import ServiceTier, TierKind
 from metis.wire.builder import MessageBuilder
-from tests.helpers import checked_final, stack_codec
+from tests.helpers import checked_final, make_call, stack_codec
 
 
 def read(stack: str, reply: Any, streamed: bool) -> MessageComplete:
@@ -214,3 +215,40 @@ def test_mistral_service_tier_is_read_from_its_usage(streamed: bool) -> None:
     reply = _mistral_reply("Sunny.", streamed, service_tier="priority")
     final = read("mistral", reply, streamed)
     assert final.usage.service_tier == ServiceTier(kind=TierKind.PRIORITY, raw="priority")
+
+
+@STREAMED
+def test_mistral_signed_reasoning_keeps_its_signature_and_goes_back_with_it(
+    streamed: bool,
+) -> None:
+    """mistralai ``ThinkChunk.signature``: a thinking chunk's signature is the thinking
+    block's, and the chunk goes back to the model that wrote it with it."""
+    think = {
+        "type": "thinking",
+        "thinking": [{"type": "text", "text": "Look it up."}],
+        "signature": "sig-1",
+        "closed": True,
+    }
+    final = read(
+        "mistral", _mistral_reply([think, {"type": "text", "text": "Sunny."}], streamed), streamed
+    )
+    thought, text = final.final_content
+    assert isinstance(thought, ThinkingBlock) and isinstance(text, TextBlock)
+    assert (thought.thinking, thought.signature) == ("Look it up.", "sig-1")
+    request = CanonicalRequest(
+        model="m",
+        messages=[
+            Message.user("Weather?"),
+            Message(role="assistant", content=list(final.final_content)),
+            Message.user("Thanks."),
+        ],
+        max_output_tokens=64,
+    )
+    call = make_call("mistral", "mistral:m")
+    body = stack_codec("mistral").encode(request, call)
+    sent = body["messages"][1]["content"]
+    assert sent[0] == {
+        "type": "thinking",
+        "thinking": [{"type": "text", "text": "Look it up."}],
+        "signature": "sig-1",
+    }

@@ -101,6 +101,8 @@ def read_content(
         elif kind == "thinking":
             for part in _thinking_parts(required(chunk, "thinking", where), where):
                 builder.thinking(thinking_key, part)
+            if signature := optional_text(chunk, "signature", where):  # Mistral's ThinkChunk
+                builder.thinking_signature(thinking_key, signature)
         else:  # references, images: kept whole, to go back only to this provider
             builder.opaque(object(), kind, chunk, place=CONTENT)
 
@@ -249,9 +251,8 @@ def content_chunks(
         if isinstance(block, TextBlock) and block.text:
             chunks.append({"type": "text", "text": block.text})
         elif isinstance(block, ThinkingBlock) and block.thinking and keep_thinking(block):
-            chunks.append(
-                {"type": "thinking", "thinking": [{"type": "text", "text": block.thinking}]}
-            )
+            thought = {"type": "thinking", "thinking": [{"type": "text", "text": block.thinking}]}
+            chunks.append({**thought, "signature": block.signature} if block.signature else thought)
         elif (
             isinstance(block, OpaqueBlock)
             and place_of(block) == CONTENT
