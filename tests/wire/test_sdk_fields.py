@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from metis.errors import AdapterError, ErrorClass
 from metis.model import CanonicalRequest, Message, TextBlock, ThinkingBlock
 from metis.model.citation import DocumentLocation
 from metis.model.events import MessageComplete
@@ -252,3 +253,38 @@ def test_mistral_signed_reasoning_keeps_its_signature_and_goes_back_with_it(
         "thinking": [{"type": "text", "text": "Look it up."}],
         "signature": "sig-1",
     }
+
+
+# Anthropic -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "error_class"),
+    [
+        ("billing_error", ErrorClass.INVALID_REQUEST),
+        ("gateway_timeout_error", ErrorClass.SERVER_ERROR),
+    ],
+)
+def test_anthropic_stream_errors_of_every_type_are_classified(
+    kind: str, error_class: ErrorClass
+) -> None:
+    """anthropic-sdk-python ``BillingError`` (``billing_error``: the account's billing, which
+    no retry mends) and ``GatewayTimeoutError`` (``gateway_timeout_error``) as a stream's
+    ``error`` event, which has no HTTP status to classify it by."""
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-x",
+            "content": [],
+            "stop_reason": None,
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        },
+    }
+    error = {"type": "error", "error": {"type": kind, "message": "no"}}
+    with pytest.raises(AdapterError) as raised:
+        read("anthropic", [start, error], streamed=True)
+    assert raised.value.error_class is error_class
+    assert raised.value.retryable is (error_class is ErrorClass.SERVER_ERROR)

@@ -51,11 +51,13 @@ _ERROR_CLASSES = {
     "rate_limit_error": ErrorClass.RATE_LIMIT,
     "authentication_error": ErrorClass.AUTH,
     "permission_error": ErrorClass.AUTH,
+    "billing_error": ErrorClass.INVALID_REQUEST,  # the account's billing (a 402): not retried
     "request_too_large": ErrorClass.CONTEXT_OVERFLOW,
     "invalid_request_error": ErrorClass.INVALID_REQUEST,
     "not_found_error": ErrorClass.INVALID_REQUEST,
     "api_error": ErrorClass.SERVER_ERROR,
     "timeout_error": ErrorClass.SERVER_ERROR,
+    "gateway_timeout_error": ErrorClass.SERVER_ERROR,
 }
 _BLOCK = "content_block"
 RESULT_TOOLS = {
