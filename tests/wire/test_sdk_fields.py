@@ -288,3 +288,32 @@ def test_anthropic_stream_errors_of_every_type_are_classified(
         read("anthropic", [start, error], streamed=True)
     assert raised.value.error_class is error_class
     assert raised.value.retryable is (error_class is ErrorClass.SERVER_ERROR)
+
+
+_FAILED_BY_THE_REQUEST = [
+    "data_residency_mismatch",
+    "bio_policy",
+    "misalignment_policy_violation",
+    "image_too_large",
+    "image_too_small",
+    "image_parse_error",
+    "image_content_policy_violation",
+    "image_file_too_large",
+    "empty_image_file",
+    "failed_to_download_image",
+    "image_file_not_found",
+]
+
+
+@STREAMED
+@pytest.mark.parametrize("code", _FAILED_BY_THE_REQUEST)
+def test_a_response_failed_by_what_it_was_asked_is_not_retried(code: str, streamed: bool) -> None:
+    """openai-python ``ResponseError.code``: a response that failed for what the request holds
+    (its images, a policy, where its data may live) fails again however often it is sent: an
+    ``invalid_request``, not the retried server error an unknown code is."""
+    failed = {**_response([]), "status": "failed", "error": {"code": code, "message": "no"}}
+    reply = [{"type": "response.failed", "response": failed}] if streamed else failed
+    with pytest.raises(AdapterError) as raised:
+        read("openai_responses", reply, streamed)
+    assert raised.value.error_class is ErrorClass.INVALID_REQUEST
+    assert not raised.value.retryable

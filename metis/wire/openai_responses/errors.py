@@ -19,6 +19,24 @@ _CODE_CLASSES = {
     "server_is_overloaded": ErrorClass.OVERLOADED,
     "vector_store_timeout": ErrorClass.SERVER_ERROR,
 }
+_CODE_CLASSES.update(  # a response that failed for what it was asked: it would fail again
+    dict.fromkeys(
+        (
+            "data_residency_mismatch",
+            "bio_policy",
+            "misalignment_policy_violation",
+            "image_too_large",
+            "image_too_small",
+            "image_parse_error",
+            "image_content_policy_violation",
+            "image_file_too_large",
+            "empty_image_file",
+            "failed_to_download_image",
+            "image_file_not_found",
+        ),
+        ErrorClass.INVALID_REQUEST,
+    )
+)
 PENDING = frozenset({"queued", "in_progress"})
 """The statuses of a response not yet finished: what background mode answers at once."""
 _TYPE_CLASSES = {
