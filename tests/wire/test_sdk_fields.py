@@ -4,6 +4,7 @@ What metis cannot represent is listed in the sdkaudit report, not here."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -316,4 +317,23 @@ def test_a_response_failed_by_what_it_was_asked_is_not_retried(code: str, stream
     with pytest.raises(AdapterError) as raised:
         read("openai_responses", reply, streamed)
     assert raised.value.error_class is ErrorClass.INVALID_REQUEST
+    assert not raised.value.retryable
+
+
+@pytest.mark.parametrize("stack", ["gemini", "vertex"])
+@pytest.mark.parametrize(
+    ("code", "status"), [(409, "ABORTED"), (409, "ALREADY_EXISTS"), (499, "CANCELLED")]
+)
+def test_a_gemini_error_in_a_stream_is_classified_by_its_own_code(
+    stack: str, code: int, status: str
+) -> None:
+    """google-genai raises an error chunk of a stream as ``APIError`` by its ``code`` (the HTTP
+    status it stands for): metis classifies it as it does the same error answered with that
+    status (docs/contract.md §4), not as a retried server error."""
+    chunk = _gemini_reply("STOP", streamed=True)[0]
+    error = {"error": {"code": code, "message": "no", "status": status}}
+    answered = stack_codec(stack).error_from_http(code, {}, json.dumps(error).encode())
+    with pytest.raises(AdapterError) as raised:
+        read(stack, [chunk, error], streamed=True)
+    assert raised.value.error_class is answered.error_class is ErrorClass.INVALID_REQUEST
     assert not raised.value.retryable

@@ -12,7 +12,7 @@ from metis.model.request import CanonicalRequest
 from metis.wire import json_limits
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import CodecFactory, EncodeContext
-from metis.wire.http_errors import body_excerpt, http_error
+from metis.wire.http_errors import body_excerpt, http_error, own_status
 from metis.wire.knobs.fit import report_one_call_a_turn
 from metis.wire.schema import gemini_tools, gemini_turns
 from metis.wire.schema.compiled import Compiled, load_settings
@@ -106,6 +106,8 @@ class SchemaCodec:
         classes = s.settings.error_schema.classes
         decisive = next((code for code in codes if code in classes), None)
         cls = classes[decisive] if decisive is not None else None
+        if status is None:  # in a 200 body or stream: the status it says it is, if any
+            status = own_status(error)  # (Gemini's numeric ``code``; docs/contract.md §4)
         request_id = None
         header = s.settings.error_schema.request_id_header
         if header:
