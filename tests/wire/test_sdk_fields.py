@@ -337,3 +337,27 @@ def test_a_gemini_error_in_a_stream_is_classified_by_its_own_code(
         read(stack, [chunk, error], streamed=True)
     assert raised.value.error_class is answered.error_class is ErrorClass.INVALID_REQUEST
     assert not raised.value.retryable
+
+
+@STREAMED
+@pytest.mark.parametrize(("stack", "key"), [("vertex", "citations"), ("gemini", "citationSources")])
+def test_gemini_recitation_sources_are_citations(stack: str, key: str, streamed: bool) -> None:
+    """google-genai ``Candidate.citation_metadata`` (``CitationMetadata.citations``, Vertex's
+    key; the Gemini API's ``citationSources``, which the SDK renames): each source the reply
+    recites is a URL citation of its text, once however many chunks repeat it."""
+    source = {
+        "startIndex": 0,
+        "endIndex": 9,
+        "uri": "https://poems.example/one",
+        "title": "One",
+        "license": "CC-BY",
+    }
+    reply = _gemini_reply("STOP", streamed)
+    for chunk in reply if streamed else [reply]:
+        chunk["candidates"][0]["citationMetadata"] = {key: [source]}
+    final = read(stack, reply, streamed)
+    (text,) = final.final_content
+    assert text.text == ("Once upon a time" if streamed else "Once")
+    (cited,) = text.citations
+    assert (cited.kind, cited.url, cited.title) == ("url", "https://poems.example/one", "One")
+    assert cited.provider_raw is not None and cited.provider_raw.data == {"citation": source}

@@ -12,12 +12,15 @@ any ``thoughtSignature`` on it) to go back verbatim to the model that made it. A
 bills them: one a query from Gemini 3, one a grounded reply before (Gemini's pricing page).
 Its ``urlContextMetadata`` (the URL context tool's, output only) becomes a ``web_fetch`` call
 and result per URL read (the result's page, or the retrieval status as its ``error``), unless
-the reply showed the fetches as ``toolCall`` parts already. Gemini takes no part for them back
+the reply showed the fetches as ``toolCall`` parts already. Its ``citationMetadata`` (the
+sources a reply recites: Vertex's ``citations``, the Gemini API's ``citationSources``) makes a
+URL citation of each, once however many chunks repeat it. Gemini takes no part for them back
 (nor does its own SDK send the metadata again), so to Gemini they go as nothing; elsewhere as
 their text projection. Sources: python-genai ``types.py`` (``GoogleSearch``,
 ``UrlContext``, ``ToolCodeExecution``, ``ExecutableCode``, ``CodeExecutionResult``, ``Outcome``,
 ``ToolCall``, ``ToolResponse``, ``GroundingMetadata``, ``GroundingChunk``, ``GroundingSupport``,
-``Segment``, ``UrlContextMetadata``, ``UrlMetadata``, ``UrlRetrievalStatus``).
+``Segment``, ``UrlContextMetadata``, ``UrlMetadata``, ``UrlRetrievalStatus``, ``CitationMetadata``,
+``Citation``).
 """
 
 from __future__ import annotations
@@ -102,7 +105,7 @@ def _refuse(call: EncodeContext, reason: str) -> None:
     )
 
 
-READ_APART = frozenset({"groundingMetadata", "urlContextMetadata"})
+READ_APART = frozenset({"groundingMetadata", "urlContextMetadata", "citationMetadata"})
 """The keys of a candidate that :meth:`GeminiParts.seen` reads."""
 
 
@@ -124,6 +127,7 @@ class GeminiParts:
         self._names: dict[str, str] = {}
         self._grounding: dict[str, Any] | None = None
         self._url_context: dict[str, Any] | None = None
+        self._recited: dict[tuple[str, ...], dict[str, Any]] = {}  # citationMetadata's sources
         self.index: int | None = None
         """The index of the candidate read, once a chunk had one."""
 
@@ -189,6 +193,11 @@ class GeminiParts:
             self._grounding = grounding
         if isinstance(url_context := first.get("urlContextMetadata"), dict) and url_context:
             self._url_context = url_context
+        recited = first.get("citationMetadata")  # Vertex's citations, the API's citationSources
+        for source in _list(recited, "citations") or _list(recited, "citationSources"):
+            if isinstance(source, dict) and isinstance(source.get("uri"), str):
+                place = (source["uri"], str(source.get("startIndex")), str(source.get("endIndex")))
+                self._recited.setdefault(place, source)
 
     def finish(self, builder: MessageBuilder, text_key: Hashable) -> None:
         """The grounding's citations, on the reply's text, and its searches, in the usage;
@@ -200,6 +209,14 @@ class GeminiParts:
             text = builder.text_of(text_key)
             for cited in citations(self._grounding, text):
                 builder.citation(text_key, cited)
+        for source in self._recited.values():
+            title = source.get("title")
+            raw = ProviderRaw(provider="gemini", data={"citation": source})
+            recited = Citation(
+                kind="url", url=source["uri"], title=title if isinstance(title, str) else None,
+                provider_raw=raw,
+            )  # fmt: skip
+            builder.citation(text_key, recited)
         if self._url_context is not None and WEB_FETCH not in self._names.values():
             for number, entry in enumerate(_list(self._url_context, "urlMetadata"), 1):
                 if isinstance(entry, dict) and isinstance(entry.get("retrievedUrl"), str):
