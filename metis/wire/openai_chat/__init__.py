@@ -57,7 +57,6 @@ from metis.wire.openai_chat.read import (
     unnumbered_pieces,
 )
 from metis.wire.openai_chat.server_tools import annotation_citations, search_fields, source_list
-from metis.wire.openai_chat.system_role import system_in_user
 from metis.wire.openai_chat.tool_calls import (
     CUSTOM_RAW,
     SIGNATURE,
@@ -114,7 +113,6 @@ class OpenAIChatCodec:
         custom = frozenset(tool.name for tool in request.tools if tool.freeform)
         history = partial(self._history, request.messages, custom)
         messages += encoded_history(request.messages, (self, custom), call, history)
-        messages = system_in_user(messages, call)
         body: dict[str, Any] = {
             "model": call.wire_model,
             "messages": messages,
