@@ -74,7 +74,13 @@ class Routed:
         chosen = attempt.target
         if chosen.options or not self.gateway.settings.pass_through:
             return None
-        target = Target(prepared.target.name, chosen.adapter, chosen.model, chosen.capabilities)
+        target = Target(
+            prepared.target.name,
+            chosen.adapter,
+            chosen.model,
+            chosen.capabilities,
+            chosen.wire_model,
+        )
         given = copy.deepcopy(body) if b"metis1." in raw else body  # its thinking, per model
         return self.passer.plan_for(api, given, raw, target, chosen.adapter, prepared.owner)
 

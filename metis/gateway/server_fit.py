@@ -70,7 +70,9 @@ class ServerTools:
         runs it (left out, not refused by every model in turn)."""
         found: list[tuple[Declared | None, str]] = []
         for member in router.targets:
-            model = Target(member.model, member.adapter, member.model, member.capabilities)
+            model = Target(
+                member.model, member.adapter, member.model, member.capabilities, member.wire_model
+            )
             taken, why = await self._model_taken(model, tool, beside)
             if taken is not None and not why:
                 return tool, ""

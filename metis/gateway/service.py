@@ -169,14 +169,14 @@ class Gateway:
             own["stream"] = inbound.stream and target.chat_model.capabilities.supports_streaming
         caps, frame = target.capabilities, inbound.frame  # a frame kept: metis.gateway.frames
         if frame is None:
-            limit, changes, dropped = project(inbound, caps)
+            limit, changes, dropped = project(inbound, caps, target.wire_model)
             if inbound.fields.get("server_tools"):
                 changes["server_tools"] = await self.server_tools.fitted(inbound, target, dropped)
         try:
             if frame is None:
                 request = inbound.request(target.request_model, limit, **changes, **own)
             else:
-                request, dropped = planned(inbound, target.request_model, caps, own)
+                request, dropped = planned(inbound, target, own)
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
         return Prepared(inbound, target, request, dropped, owner, ids=ids)
