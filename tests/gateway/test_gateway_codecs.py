@@ -551,7 +551,7 @@ def test_anthropics_refusal_to_thread_a_request_keeps_its_code_through_the_gatew
     """Anthropic says a request it will not thread in ``error.details.error_code``, on which
     the SDK's tool runner sends the whole conversation: read as the error's code, and given on
     in the gateway's answer (the answer had only the error's type, and the runner failed)."""
-    from metis.wire.anthropic.read import error_from_http
+    from metis.wire.anthropic.errors import error_from_http
 
     said = {
         "type": "error",
