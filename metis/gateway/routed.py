@@ -24,15 +24,14 @@ from metis.gateway.passthrough_call import Passing
 from metis.gateway.service import (
     JsonResult,
     Prepared,
-    Spent,
     StreamResult,
     aclose_shielded,
     dropped_headers,
     ending,
     log_dropped,
     next_by,
-    spent_by,
 )
+from metis.gateway.spent import Spent, spent_by
 from metis.routing.attempt import Attempt
 from metis.routing.router import Router
 
