@@ -27,7 +27,7 @@ from pydantic_core import from_json
 
 from metis.errors import CancelledError, NetworkError, ProtocolError
 from metis.pipeline.call import Call
-from metis.transport.exchange import Limits, expired
+from metis.transport.failures import Limits, expired
 from metis.transport.read_clock import ReadClock
 from metis.transport.websocket import ConnectionLost, WebSocket
 
