@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 import httpx
 
-from metis.errors import CancelledError, ClosedError, ProtocolError
+from metis.errors import CancelledError, ClosedError
 from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.transport import direct
@@ -38,7 +38,7 @@ from metis.transport.clients import (
 )
 from metis.transport.decoding import decoded, encodings_of
 from metis.transport.failures import Limits as Limits  # where the send paths import it
-from metis.transport.failures import expired, failure, origin
+from metis.transport.failures import expired, failure, origin, too_large
 from metis.transport.held_reads import held_reads
 from metis.transport.read_clock import ReadClock, loop_clock
 from metis.transport.redirects import redirect_target
@@ -88,11 +88,7 @@ class Exchange:
             size += len(chunk)
             if max_bytes is not None and size > max_bytes:
                 parts.clear()
-                raise ProtocolError(
-                    f"{self.call.provider} sent a body larger than {max_bytes >> 20} MiB; "
-                    "metis reads no larger answer whole",
-                    provider=self.call.provider,
-                )
+                raise too_large(self.call, max_bytes)
             parts.append(chunk)
         return b"".join(parts)
 

@@ -1,6 +1,6 @@
 """How long each wait of an exchange may last (:class:`Limits`), and a transport failure
 classified: the call cancelled, the client closed under it, a body that does not decode, a wait
-that ran out, a connection that failed (naming where it went)."""
+that ran out, a connection that failed (naming where it went), a body too large to read whole."""
 
 from __future__ import annotations
 
@@ -86,4 +86,13 @@ def expired(call: Call, clock: ReadClock, limits: Limits) -> NetworkError:
         what = f"the response body stalled for {limits.idle_timeout:g} s"
     return NetworkError(
         f"{call.provider}: {what}", provider=call.provider, request_id=call.request_id
+    )
+
+
+def too_large(call: Call, max_bytes: int) -> ProtocolError:
+    """An answer read whole that went past ``max_bytes``: nothing more is read."""
+    return ProtocolError(
+        f"{call.provider} sent a body larger than {max_bytes >> 20} MiB; "
+        "metis reads no larger answer whole",
+        provider=call.provider,
     )
