@@ -17,6 +17,7 @@ from metis.model.content import Message
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.pipeline.call import Call, DropRecord
 from metis.routing.router import Router
+from metis.wire.codec import CANNOT_SERVE
 
 MAX_FITTED = 1024
 """The most (model, declaration) answers kept."""
@@ -141,5 +142,5 @@ async def _refused(adapter: Adapter, target: Target, tool: Declared, beside: boo
     try:
         await adapter.pipeline.prepare(probe, call, through=encode)
     except CapabilityError as refused:
-        return refused.message.partition("cannot serve this request: ")[2] or refused.message
+        return refused.message.partition(CANNOT_SERVE)[2] or refused.message
     return None

@@ -18,6 +18,7 @@ from metis.pipeline.services import StageServices
 from metis.pipeline.stage import RequestStage
 from metis.stages.policy.system_hoist import fold_system
 from metis.stages.policy.tool_shim.history import text_history, uses_tools
+from metis.wire.codec import CANNOT_SERVE
 from metis.wire.compaction import window_start
 
 
@@ -45,9 +46,7 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         if problems:
             too_long = len(problems) == 1 and problems[0].startswith(_PAST_CONTEXT)
             raise (InputTooLongError if too_long else CapabilityError)(
-                f"{call.model} cannot serve this request: "
-                + "; ".join(problems)
-                + how_to_declare(problems),
+                f"{call.model} {CANNOT_SERVE}" + "; ".join(problems) + how_to_declare(problems),
                 provider=call.provider,
                 request_id=request.request_id,
             )
