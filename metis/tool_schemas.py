@@ -1,4 +1,4 @@
-"""How a Python function or a pydantic model becomes a tool's definition (:mod:`metis.tools`):
+"""How a Python function or a pydantic model becomes a tool's definition (:mod:`metis.tool_making`):
 the input schema from the signature's type hints through pydantic, the description from the
 docstring's first paragraph, each parameter's from its ``Args:`` entry."""
 

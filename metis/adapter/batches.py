@@ -23,9 +23,8 @@ from typing import Any
 import anyio
 
 from metis.adapter.checks import a_request, check_ready, foreign_prefixes, of_adapter
-from metis.adapter.count_tokens import Countable
+from metis.adapter.count_tokens import Countable, model_call
 from metis.adapter.delivery import folded
-from metis.core.ids import new_request_id
 from metis.core.options import checked_options
 from metis.errors import (
     AdapterError,
@@ -39,7 +38,7 @@ from metis.model.batches import BatchItem, BatchResults, BatchStatus
 from metis.model.events import MessageComplete
 from metis.model.request import CanonicalRequest
 from metis.model.response import CanonicalResponse
-from metis.pipeline.call import Call, DropRecord
+from metis.pipeline.call import Call
 from metis.pipeline.provider import Provider
 from metis.pipeline.request import WireRequest
 from metis.wire.batches import RawItem, Send
@@ -344,15 +343,7 @@ class Batches:
         return raw
 
     def _call(self, model: str) -> Call:
-        secrets = self.adapter.endpoint.secrets
-        return Call(
-            request_id=new_request_id(),
-            provider=self.adapter.name,
-            model=model,
-            wire_model=self.adapter.wire_model(model) if ":" in model else model,
-            deadline=anyio.current_time() + self.adapter.config.timeout_seconds,
-            drops=DropRecord(secrets=secrets),
-        )
+        return model_call(self.adapter, model)
 
 
 __all__ = ["BatchWaitTimeout", "Batches", "DuplicateResult", "UnreadableResults"]

@@ -17,16 +17,13 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
-import anyio
-
 from metis.adapter.checks import of_adapter
-from metis.adapter.count_tokens import Countable
-from metis.core.ids import new_request_id
+from metis.adapter.count_tokens import Countable, model_call
 from metis.core.options import checked_init, checked_options
 from metis.errors import CapabilityError, InvalidRequestError
 from metis.model.cache import CACHED_CONTENT_NAME, CachedContent
 from metis.model.request import CanonicalRequest
-from metis.pipeline.call import Call, DropRecord
+from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.wire.schema.cached_contents import (
     create_body,
@@ -147,14 +144,7 @@ class CachedContents:
         return answer
 
     def _call(self, model: str) -> Call:
-        return Call(
-            request_id=new_request_id(),
-            provider=self.adapter.name,
-            model=model,
-            wire_model=self.adapter.wire_model(model) if ":" in model else model,
-            deadline=anyio.current_time() + self.adapter.config.timeout_seconds,
-            drops=DropRecord(secrets=self.adapter.endpoint.secrets),
-        )
+        return model_call(self.adapter, model)
 
 
 def _check_ttl(ttl_seconds: object) -> None:

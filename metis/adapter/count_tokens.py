@@ -34,6 +34,7 @@ import anyio
 
 from metis.adapter.checks import a_request
 from metis.catalog.estimate import estimate_request_tokens
+from metis.core.ids import new_request_id
 from metis.core.secrets import scrub_url
 from metis.errors import AdapterError, ProtocolError, scrub_error
 from metis.model.request import CanonicalRequest
@@ -205,6 +206,20 @@ def side_call(adapter: Countable, request: CanonicalRequest) -> Call:
         model=request.model,
         wire_model=adapter.wire_model(request.model),
         session_id=request.session_id,
+        deadline=anyio.current_time() + adapter.config.timeout_seconds,
+        drops=DropRecord(secrets=adapter.endpoint.secrets),
+    )
+
+
+def model_call(adapter: Countable, model: str) -> Call:
+    """A side request's identity (a batch, a cached content) for ``model``: a call of its own,
+    with the adapter's deadline; ``model`` as ``provider:model`` is named to the provider as
+    the adapter names it, anything else (``anthropic:batch``'s ``batch``) as it is."""
+    return Call(
+        request_id=new_request_id(),
+        provider=adapter.name,
+        model=model,
+        wire_model=adapter.wire_model(model) if ":" in model else model,
         deadline=anyio.current_time() + adapter.config.timeout_seconds,
         drops=DropRecord(secrets=adapter.endpoint.secrets),
     )

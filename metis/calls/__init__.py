@@ -34,7 +34,7 @@ from typing import TypeVar, Unpack, overload
 
 from metis.adapter.adapter import Adapter
 from metis.adapter.count_tokens import TokenCount
-from metis.calls.adapters import leased_adapter, this_loop
+from metis.calls.adapters import model_adapter, this_loop
 from metis.calls.arguments import needs_messages
 from metis.calls.async_stream import AsyncStream
 from metis.calls.background import (
@@ -45,19 +45,14 @@ from metis.calls.background import (
 )
 from metis.calls.priced import with_cost
 from metis.calls.request import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_SECONDS,
     CallOptions,
     MessagesLike,
     ModelLike,
     build_request,
-    call_note,
     check_call_options,
-    stack_and_model,
     structured_output,
     validated,
 )
-from metis.errors import AdapterError
 from metis.model.events import StreamEvent
 from metis.model.response import CanonicalResponse
 from metis.routing.router import Router
@@ -312,24 +307,8 @@ async def _adapter(model: ModelLike, options: CallOptions) -> AsyncIterator[Adap
             this_loop().watch(model)
         yield model
         return
-    stack_name, wire = stack_and_model(model)
-    async with leased_adapter(
-        stack_name,
-        api_key=options.get("api_key"),
-        base_url=options.get("base_url"),
-        timeout_seconds=options.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
-        max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
-        settings=options.get("settings"),
-        model=wire,
-    ) as adapter:
-        try:
-            yield adapter
-        except AdapterError as error:
-            keyed, based = bool(options.get("api_key")), bool(options.get("base_url"))
-            note = call_note(error, adapter, model, keyed, base_url_given=based)
-            if note is not None:
-                error.add_note(note)  # shown under the traceback's last line
-            raise
+    async with model_adapter(model, options) as adapter:
+        yield adapter
 
 
 def _blocking_loop(what: str, model: ModelLike) -> BackgroundLoop:

@@ -29,7 +29,9 @@ import anyio.lowlevel
 
 from metis.adapter.adapter import Adapter
 from metis.adapter.embedder import Embedder
-from metis.errors import InvalidRequestError, NotConfiguredError
+from metis.calls.notes import call_note
+from metis.calls.request import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, stack_and_model
+from metis.errors import AdapterError, InvalidRequestError, NotConfiguredError
 from metis.pipeline.config import checked_config
 from metis.pipeline.settings import with_model
 from metis.stacks.loader import StackSpec, load_stack
@@ -128,6 +130,33 @@ def this_loop() -> LoopAdapters:
         release = functools.partial(_release, token, held)
         held.release_task = at_loop_end(token, release, "metis: close the one-line adapters")
     return held
+
+
+@contextlib.asynccontextmanager
+async def model_adapter(model: str, options: Mapping[str, Any]) -> AsyncIterator[Adapter]:
+    """:func:`leased_adapter` for ``model`` (``provider:model``) and a call's settings in
+    ``options`` (``api_key``, ``base_url``, ``timeout_seconds``, ``max_retries``,
+    ``settings``), the one-line calls' defaults where they are left out. An AdapterError
+    raised in the block is given a note of what was meant (a model the provider does not
+    have, where a refused key came from)."""
+    stack_name, wire = stack_and_model(model)
+    async with leased_adapter(
+        stack_name,
+        api_key=options.get("api_key"),
+        base_url=options.get("base_url"),
+        timeout_seconds=options.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
+        max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
+        settings=options.get("settings"),
+        model=wire,
+    ) as adapter:
+        try:
+            yield adapter
+        except AdapterError as error:
+            keyed, based = bool(options.get("api_key")), bool(options.get("base_url"))
+            note = call_note(error, adapter, model, keyed, base_url_given=based)
+            if note is not None:
+                error.add_note(note)  # shown under the traceback's last line
+            raise
 
 
 @contextlib.asynccontextmanager

@@ -26,8 +26,8 @@ from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, To
 from metis.model.server_tools import ServerToolLike
 from metis.pipeline.settings import setting_named
 from metis.routing.router import Router
+from metis.tool_making import AnyTool, as_tool_definition, described_value, tool_list
 from metis.tool_schemas import typed_dict_advice
-from metis.tools import AnyTool, as_tool_definition, described_value, tool_list
 from metis.wire.knobs.reasoning import EFFORT_BUDGETS
 
 MessagesLike = str | Message | MessageDict | Sequence[Message | MessageDict]

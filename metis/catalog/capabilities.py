@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis.catalog.knobs import reasoning_profile, refused_sampling, setting_rules
+from metis.catalog.knobs import (
+    reasoning_profile,
+    refused_sampling,
+    setting_rules,
+    takes_system_prompt,
+)
 from metis.catalog.model_info import ModelInfo
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.knobs import SAMPLING_NAMES
@@ -55,12 +60,16 @@ def uncatalogued_capabilities(
     declared: AdapterCapabilities, catalog: str, wire_model: str
 ) -> AdapterCapabilities:
     """``declared`` for a model the catalog lacks: only what its name tells of the settings it
-    refuses (metis/catalog/knobs.py reads those from the name, so a new grok-4 snapshot is
-    known to refuse ``stop`` before the catalog lists it), and none of what a stack has per
-    model (structured output and strict tools on Bedrock Converse)."""
+    refuses and of the system prompt it takes (metis/catalog/knobs.py reads those from the
+    name, so a new grok-4 snapshot is known to refuse ``stop`` before the catalog lists it),
+    and none of what a stack has per model (structured output and strict tools on Bedrock
+    Converse)."""
     update: dict[str, Any] = {}
-    if rules := setting_rules(ModelInfo(provider=catalog, id=wire_model)):
+    named = ModelInfo(provider=catalog, id=wire_model)
+    if rules := setting_rules(named):
         update["setting_rules"] = rules
+    if takes_system_prompt(named) is False:
+        update["supports_system_prompt"] = False
     if declared.structured_output_per_model:
         update["supports_structured_output"] = False
         update["supports_strict_tools"] = False
@@ -85,7 +94,8 @@ def _media(declared: AdapterCapabilities, info: ModelInfo) -> dict[str, Any]:
 
 
 def _knobs(declared: AdapterCapabilities, info: ModelInfo) -> dict[str, Any]:
-    """The model's reasoning profile, and the stack's sampling without what it refuses."""
+    """The model's reasoning profile, whether it takes a system prompt, and the stack's
+    sampling without what it refuses."""
     update: dict[str, Any] = {}
     profile = reasoning_profile(info)
     if profile is not None:
@@ -93,6 +103,9 @@ def _knobs(declared: AdapterCapabilities, info: ModelInfo) -> dict[str, Any]:
     rules = setting_rules(info)
     if rules is not None:
         update["setting_rules"] = rules
+    takes = takes_system_prompt(info)
+    if takes is not None:
+        update["supports_system_prompt"] = declared.supports_system_prompt and takes
     refused = refused_sampling(info)
     if refused:
         ranges = declared.sampling

@@ -27,6 +27,9 @@ which wins. Sources, per family:
   it ignores temperature and the penalties (api-docs.deepseek.com "Thinking Mode");
   ``deepseek-reasoner`` never stops. Amazon Nova 2
   takes low..high and can stop.
+- OpenAI o1-mini and o1-preview take no system or developer message (400 "Unsupported value:
+  'messages[0].role' does not support 'system' with this model.", pydantic/pydantic-ai's
+  test_openai_o1_mini_system_role cassettes); a catalog entry's ``system_prompt`` wins.
 - Mistral: its reasoning models (Small 4, Medium 3.5, Magistral) take ``reasoning_effort``
   ``none`` or ``high`` only (models.dev#1986, checked live; vercel/ai#13688).
 """
@@ -59,6 +62,7 @@ _PENALTIES = ("frequency_penalty", "presence_penalty")
 _OPENAI_REASONING_REFUSES = ("temperature", "top_p", *_PENALTIES)
 _CLAUDE_SAMPLING = ("temperature", "top_p", "top_k")
 _DEEPSEEK_THINKING_IGNORES = ("temperature", *_PENALTIES)
+_NO_SYSTEM_PROMPT = re.compile(r"o1-(?:mini|preview)")
 _CLAUDE_ONE_OF: tuple[tuple[SamplingName, ...], ...] = (("temperature", "top_p"),)
 
 
@@ -137,6 +141,14 @@ def setting_rules(info: ModelInfo) -> SettingRules | None:
         refuses_forced_tool_choice=family == "claude" and _claude_refuses_forcing(name),
     )
     return rules if rules != SettingRules() else None
+
+
+def takes_system_prompt(info: ModelInfo) -> bool | None:
+    """Whether ``info``'s model takes a system prompt (an entry's own ``system_prompt`` first);
+    None: nothing known, the stack's declaration stands."""
+    if info.system_prompt is not None:
+        return info.system_prompt
+    return False if _NO_SYSTEM_PROMPT.match(_name(info.id)) else None
 
 
 def _refuses_stop(name: str, family: str | None) -> bool:

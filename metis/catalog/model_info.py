@@ -103,6 +103,8 @@ class ModelInfo:
     model's name: metis/catalog/knobs.py)."""
     refuses_sampling: tuple[str, ...] | None = None
     """Sampling settings the model refuses, where an entry states them (else as above)."""
+    system_prompt: bool | None = None
+    """Whether the model takes a system prompt, where an entry states it (else as above)."""
     structured_output: bool | None = None
     temperature: bool | None = None
     prompt_caching: bool | None = None

@@ -32,7 +32,6 @@ from metis.gateway.embeddings_api import answer_embeddings
 from metis.gateway.endings import DeadlineStream, until_disconnect, watched
 from metis.gateway.errors import (
     MethodNotAllowedError,
-    ModelNotFoundError,
     RouteNotFoundError,
     shared_store_failed,
 )
@@ -43,7 +42,8 @@ from metis.gateway.joined_stream import JoinedStream
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics import scrape_refused, scraped
 from metis.gateway.metrics_shared import SharedMetrics
-from metis.gateway.models import SERVED, listed_page
+from metis.gateway.models import SERVED
+from metis.gateway.models_api import listed_models, models_asked
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.relayed_stream import RelayedStream
 from metis.gateway.reported import log_reported
@@ -213,49 +213,6 @@ async def _no_route(request: Request, exc: Exception) -> Response:
     return _json(failed.status, failed.body, headers)
 
 
-async def _models(gateway: Gateway, request: Request) -> Response:
-    """One list both SDKs read: OpenAI's ``object``/``created``/``owned_by`` and Anthropic's
-    ``type``/``display_name``/``created_at`` on each entry; ``/v1/models/{id}`` one of them
-    (``models.retrieve`` in both)."""
-    rid, started = request_id(), time.monotonic()
-    api = "anthropic" if request.headers.get("anthropic-version") else "chat"
-    named = request.path_params.get("model_id")
-    endpoint = "GET /v1/models" if named is None else "GET /v1/models/{id}"
-    try:
-        key = gateway.authenticate(request.headers)
-        async with gateway.keys.holding(key):  # a request of the key's, costing nothing
-            listed = gateway.models.listing()
-        data = [
-            {
-                **entry,
-                "object": "model",
-                "type": "model",
-                "display_name": entry["id"],
-                "created": 0,
-                "created_at": "1970-01-01T00:00:00Z",
-                "owned_by": "metis",
-                "lifecycle": "active",  # the anthropic SDK's ModelInfo requires it
-                "max_input_tokens": entry.get("context_window"),  # ModelInfo's limits
-                "max_tokens": entry.get("max_output_tokens"),
-            }
-            for entry in listed
-            if key is None or key.may_use(entry["id"])
-        ]
-        if named is not None:
-            found = next((entry for entry in data if entry["id"] == named), None)
-            if found is None:
-                raise ModelNotFoundError(f"model: {named}"[:200])
-        else:
-            found = listed_page(data, request.query_params if api == "anthropic" else None)
-    except AdapterError as exc:
-        gateway.metrics.error(api, exc, endpoint)
-        failed = error_reply(api, exc, rid)
-        gateway.metrics.request(api, "", failed.status, time.monotonic() - started, endpoint)
-        return _json(failed.status, failed.body, failed.headers)
-    gateway.metrics.request(api, named or "", 200, time.monotonic() - started, endpoint)
-    return _json(200, found, {REQUEST_ID_HEADERS[api]: rid})
-
-
 @asynccontextmanager
 async def redis_client(url: str) -> AsyncIterator[Any]:
     """A client of the Redis at ``url`` that the gateways share, for the application's life."""
@@ -343,8 +300,9 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
     async def embeddings(request: Request) -> Answer:
         return await _answer(gateway, "embeddings", answer_embeddings(gateway, request))
 
-    async def models(request: Request) -> Response:
-        return await _models(gateway, request)
+    async def models(request: Request) -> Answer:
+        api, endpoint = models_asked(request)
+        return await _answer(gateway, api, listed_models(gateway, request, api, endpoint), endpoint)
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})

@@ -27,6 +27,7 @@ from metis.model.request import CanonicalRequest
 
 if TYPE_CHECKING:
     from metis.gateway.inbound import Inbound
+    from metis.gateway.models import Target
 
 TURNS = ("messages", "system")
 """The body's fields that are not its frame (read per request)."""
@@ -117,17 +118,18 @@ def framed(body: Mapping[str, Any], read: Callable[[Mapping[str, Any]], Frame]) 
 
 
 def planned(
-    inbound: Inbound, model: str, caps: AdapterCapabilities, own: dict[str, Any]
+    inbound: Inbound, target: Target, own: dict[str, Any]
 ) -> tuple[CanonicalRequest, list[str]]:
-    """The canonical request of ``inbound`` (whose frame was kept) for ``model`` with
-    ``caps``, with the gateway's ``own`` changes, and what its projection left out: as
-    ``Inbound.request`` of the projection's output limit and changes makes it. A pydantic
-    ValidationError when the frame's fields are not valid, as building it is."""
+    """The canonical request of ``inbound`` (whose frame was kept) for ``target``, with the
+    gateway's ``own`` changes, and what its projection left out: as ``Inbound.request`` of the
+    projection's output limit and changes makes it. A pydantic ValidationError when the
+    frame's fields are not valid, as building it is."""
     frame: Frame = inbound.frame
+    model, caps = target.request_model, target.capabilities
     key = (model, id(caps), tuple(own.items()))
     plan = frame.plans.get(key)
     if plan is None or plan.capabilities is not caps:
-        limit, changes, dropped = project(inbound, caps)
+        limit, changes, dropped = project(inbound, caps, target.wire_model)
         changes.update(own)
         fields = {**inbound.fields, **changes}
         template = CanonicalRequest(model=model, messages=[], max_output_tokens=limit, **fields)

@@ -36,6 +36,9 @@ class Target:
     chat_model: ChatModel
     request_model: str
     capabilities: AdapterCapabilities
+    wire_model: str
+    """The model's name to its provider (a route's: its first callable model's, whose
+    capabilities stand for the route's)."""
 
 
 MAX_NAME = 256
@@ -85,7 +88,8 @@ class ModelTable:
             router = self._routers.get(name)
             if router is None:
                 router = self._routers[name] = self.registry.router(name, **self.shared)
-            return Target(name, router, f"route:{name}", router.capabilities_for(name))
+            first = router.callable_targets()[0].wire_model
+            return Target(name, router, f"route:{name}", router.capabilities_for(name), first)
         found = self._found.get(name)
         if found is None:
             route = self._route(name)
@@ -97,7 +101,7 @@ class ModelTable:
         else:
             SERVED.set(name)
         adapter, model, wire_name = found  # its capabilities: an adapter's lifespan may refine them
-        return Target(name, adapter, model, adapter.capabilities_for(wire_name))
+        return Target(name, adapter, model, adapter.capabilities_for(wire_name), wire_name)
 
     def _route(self, name: str) -> ModelRoute:
         try:

@@ -10,13 +10,17 @@ from metis.gateway.inbound import Inbound
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message, Role, TextBlock
 from metis.model.request import ThinkingConfig, ToolChoice
+from metis.wire.anthropic.knobs import thinking_type
+from metis.wire.anthropic.rules import MIN_THINKING_BUDGET
 
-MIN_THINKING_BUDGET = 1024
-"""The smallest thinking budget Anthropic's models take."""
+__all__ = ["MIN_THINKING_BUDGET", "lone_instructions", "project"]
 
 
-def project(inbound: Inbound, caps: AdapterCapabilities) -> tuple[int, dict[str, Any], list[str]]:
-    """The output limit, the fields to change, and what was left out (one phrase each)."""
+def project(
+    inbound: Inbound, caps: AdapterCapabilities, wire_model: str
+) -> tuple[int, dict[str, Any], list[str]]:
+    """The output limit, the fields to change, and what was left out (one phrase each), for the
+    model ``caps`` describes, named ``wire_model`` to its provider."""
     changes: dict[str, Any] = {}
     dropped: list[str] = []
     fields = inbound.fields
@@ -27,7 +31,7 @@ def project(inbound: Inbound, caps: AdapterCapabilities) -> tuple[int, dict[str,
         limit = caps.max_output_tokens
     if fields.get("thinking") is not None:
         thinking = _thinking(fields["thinking"], caps, limit, dropped)
-        if thinking is not None and _forced(fields) and _manual(thinking, caps):
+        if thinking is not None and _forced(fields) and _manual(thinking, caps, wire_model):
             dropped.append("thinking (Claude's manual thinking takes no forced tool choice)")
             thinking = None
         if thinking is not fields["thinking"]:
@@ -93,12 +97,10 @@ def _forced(fields: dict[str, Any]) -> bool:
     return isinstance(choice, ToolChoice) and choice.type in ("any", "tool")
 
 
-def _manual(thinking: ThinkingConfig, caps: AdapterCapabilities) -> bool:
-    """Whether ``thinking`` goes to the model as Claude's manual thinking (a budget), which
-    Anthropic refuses beside a forced tool choice (metis.wire.anthropic.knobs decides)."""
+def _manual(thinking: ThinkingConfig, caps: AdapterCapabilities, wire_model: str) -> bool:
+    """Whether ``thinking`` goes to a Claude model as manual thinking (a budget), which
+    Anthropic refuses beside a forced tool choice, as metis.wire.anthropic.knobs sends it."""
     profile = caps.reasoning
-    if profile is None or profile.family != "anthropic" or thinking.effort == "none":
+    if profile is None or profile.family != "anthropic":
         return False
-    if profile.form == "budget":
-        return True
-    return profile.form == "adaptive" and thinking.effort is None and profile.budget_max is not None
+    return thinking_type(thinking, wire_model) == "enabled"

@@ -24,15 +24,14 @@ from metis.gateway.passthrough_call import Passing
 from metis.gateway.service import (
     JsonResult,
     Prepared,
-    Spent,
     StreamResult,
     aclose_shielded,
     dropped_headers,
     ending,
     log_dropped,
     next_by,
-    spent_by,
 )
+from metis.gateway.spent import Spent, spent_by
 from metis.routing.attempt import Attempt
 from metis.routing.router import Router
 
@@ -74,7 +73,13 @@ class Routed:
         chosen = attempt.target
         if chosen.options or not self.gateway.settings.pass_through:
             return None
-        target = Target(prepared.target.name, chosen.adapter, chosen.model, chosen.capabilities)
+        target = Target(
+            prepared.target.name,
+            chosen.adapter,
+            chosen.model,
+            chosen.capabilities,
+            chosen.wire_model,
+        )
         given = copy.deepcopy(body) if b"metis1." in raw else body  # its thinking, per model
         return self.passer.plan_for(api, given, raw, target, chosen.adapter, prepared.owner)
 

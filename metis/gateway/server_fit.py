@@ -17,6 +17,7 @@ from metis.model.content import Message
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.pipeline.call import Call, DropRecord
 from metis.routing.router import Router
+from metis.wire.codec import CANNOT_SERVE
 
 MAX_FITTED = 1024
 """The most (model, declaration) answers kept."""
@@ -70,7 +71,9 @@ class ServerTools:
         runs it (left out, not refused by every model in turn)."""
         found: list[tuple[Declared | None, str]] = []
         for member in router.targets:
-            model = Target(member.model, member.adapter, member.model, member.capabilities)
+            model = Target(
+                member.model, member.adapter, member.model, member.capabilities, member.wire_model
+            )
             taken, why = await self._model_taken(model, tool, beside)
             if taken is not None and not why:
                 return tool, ""
@@ -139,5 +142,5 @@ async def _refused(adapter: Adapter, target: Target, tool: Declared, beside: boo
     try:
         await adapter.pipeline.prepare(probe, call, through=encode)
     except CapabilityError as refused:
-        return refused.message.partition("cannot serve this request: ")[2] or refused.message
+        return refused.message.partition(CANNOT_SERVE)[2] or refused.message
     return None

@@ -50,6 +50,7 @@ from metis.gateway.reported import log_dropped as log_dropped
 from metis.gateway.reported import warnings_of
 from metis.gateway.responses_read import read_responses
 from metis.gateway.server_fit import ServerTools
+from metis.gateway.spent import Spent, spent_by, streamed_model
 from metis.gateway.sse import BlockWriter, new_id
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore
 from metis.model.content import Message, ProviderRaw, Role
@@ -169,14 +170,14 @@ class Gateway:
             own["stream"] = inbound.stream and target.chat_model.capabilities.supports_streaming
         caps, frame = target.capabilities, inbound.frame  # a frame kept: metis.gateway.frames
         if frame is None:
-            limit, changes, dropped = project(inbound, caps)
+            limit, changes, dropped = project(inbound, caps, target.wire_model)
             if inbound.fields.get("server_tools"):
                 changes["server_tools"] = await self.server_tools.fitted(inbound, target, dropped)
         try:
             if frame is None:
                 request = inbound.request(target.request_model, limit, **changes, **own)
             else:
-                request, dropped = planned(inbound, target.request_model, caps, own)
+                request, dropped = planned(inbound, target, own)
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
         return Prepared(inbound, target, request, dropped, owner, ids=ids)
@@ -301,7 +302,7 @@ class Gateway:
                 if not cut:  # a stream cut short ends with its error event, not a normal end
                     yield writer.feed(item)
                 if isinstance(item, MessageComplete):
-                    charged = streamed_model(prepared, item)
+                    charged = streamed_model(prepared.request.model, item)
                     used = (charged, item.usage)
                     self.metrics.usage(charged, item.usage)
                     final = getattr(writer, "final", None) if response_id and not cut else None
@@ -335,24 +336,9 @@ class Gateway:
             log_dropped(prepared, warnings_of(complete))
 
 
-@dataclass(slots=True)
-class Spent:
-    """What a request spent: the model its usage is priced as, and the usage."""
-
-    model: str | None = None
-    usage: TokenUsage | None = None
-
-
 def ending(api: str, prepared: Prepared, writer: BlockWriter) -> Ending:
     """The bytes that end a translated stream the gateway cuts with an error."""
     return Ending(api, prepared.request.request_id, writer)
-
-
-def spent_by(response: CanonicalResponse | None) -> tuple[str | None, TokenUsage | None]:
-    """The model a whole answer is priced as, and its usage (None, None: no answer)."""
-    if response is None:
-        return None, None
-    return priced_model(response.provider, response.model), response.usage
 
 
 def made_by(prepared: Prepared) -> ProviderRaw | None:
@@ -363,18 +349,6 @@ def made_by(prepared: Prepared) -> ProviderRaw | None:
     if asked.startswith("route:") or not isinstance(provider, str):
         return None
     return maker(provider, asked)
-
-
-def streamed_model(prepared: Prepared, complete: MessageComplete) -> str:
-    """The model a stream's usage is priced as: the routed model's canonical id, or for a
-    route the model that answered (its wire name, priced when only one provider has it)."""
-    asked = prepared.request.model
-    return complete.model or asked if asked.startswith("route:") else asked
-
-
-def priced_model(provider: str | None, model: str) -> str:
-    """The name a model's price is found by: ``provider:model`` where the model has no prefix."""
-    return model if ":" in model or provider is None else f"{provider}:{model}"
 
 
 async def next_by(events: AsyncIterator[T], deadline: float) -> T | None:

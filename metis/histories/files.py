@@ -25,7 +25,7 @@ from metis.model.media import (
     URLSource,
 )
 from metis.model.media_fit import same_files
-from metis.wire.anthropic.documents import document_source
+from metis.wire.anthropic.documents import document_block, document_source
 from metis.wire.media import data_url, filename, inline
 from metis.wire.openai_chat.media import AUDIO_FORMATS
 
@@ -151,11 +151,4 @@ def to_anthropic_document(block: MediaBlock, where: str) -> dict[str, Any] | Non
     if isinstance(wire, str):
         dropped("document", where, "Anthropic Messages export", wire)
         return None
-    out: dict[str, Any] = {"type": "document", "source": wire}
-    if block.title:
-        out["title"] = block.title
-    if block.context:
-        out["context"] = block.context
-    if block.citations:
-        out["citations"] = {"enabled": True}
-    return out
+    return document_block(block, wire)

@@ -26,8 +26,9 @@ from metis.model.history import History, history_of
 from metis.model.media import AudioBlock, DocumentBlock, FileIdSource, MediaBlock, VideoBlock
 from metis.model.request import CanonicalRequest
 
-Drop = Callable[[str, str, str], None]
-"""``drop(block_type, reason, message_id)``: the lossy-projection WARN for one dropped block."""
+Drop = Callable[[str, str, str | None], None]
+"""``drop(block_type, reason, message_id)``: the lossy-projection WARN for one dropped block
+(no message id: for a setting of the request's own)."""
 
 SHARED_FILES = {"openai_responses": "openai", "azure_responses": "azure"}
 """Stacks that reach the same Files API as another stack (the same platform and account)."""

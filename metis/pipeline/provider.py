@@ -34,7 +34,8 @@ from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Stage
 from metis.wire.compressed import undeclared_compression
-from metis.wire.framing.objects import MAX_WHOLE_BODY, parse_object
+from metis.wire.framing.json_object import parse_object
+from metis.wire.framing.objects import MAX_WHOLE_BODY
 
 AnyStage = Stage[Any, Any, Any, Any]
 ROLES = ("encode", "edit", "auth", "reader", "framing", "transport", "lifespan")

@@ -189,12 +189,12 @@ class Router:
     async def count_tokens(self, request: CanonicalRequest) -> TokenCount:
         """The first callable model's count of ``request`` (see :meth:`Adapter.count_tokens`)."""
         self._targets.check_open(self.name)
-        first = self._callable()[0]
+        first = self.callable_targets()[0]
         return await first.adapter.count_tokens(first.request_for(request))
 
     def capabilities_for(self, wire_model: str) -> AdapterCapabilities:
         """For defaults: the first callable model's, with the route's smallest output limit."""
-        found = [t.capabilities for t in self._callable()]
+        found = [t.capabilities for t in self.callable_targets()]
         smallest = min(c.max_output_tokens for c in found)
         return found[0].model_copy(update={"max_output_tokens": smallest})
 
@@ -229,7 +229,7 @@ class Router:
         model: str | None = None,
     ) -> int:
         """The first callable model's estimate (see :meth:`Adapter.estimate_input_tokens`)."""
-        first = self._callable()[0]
+        first = self.callable_targets()[0]
         return first.adapter.estimate_input_tokens(
             messages, tools, system_prompt, model=model or first.model
         )
@@ -238,8 +238,8 @@ class Router:
         """``model`` as it is: each target's adapter names it to its provider."""
         return model
 
-    def _callable(self) -> list[ResolvedTarget]:
-        """The models that have their keys (all of them when none has: a call says so)."""
+    def callable_targets(self) -> list[ResolvedTarget]:
+        """The models that have their keys (all when none has); the first stands for the route."""
         return [t for t in self.targets if t.missing_key is None] or self.targets
 
     # One model's turn --------------------------------------------------------------------------

@@ -48,7 +48,8 @@ from metis.sessions.events import (
     ToolResultEvent,
 )
 from metis.sessions.models import label
-from metis.tools import AnyTool, arun_tool_call, tools_by_name
+from metis.tool_making import AnyTool, tools_by_name
+from metis.tools import arun_tool_call
 
 DEFAULT_MAX_STEPS = 10
 

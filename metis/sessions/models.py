@@ -8,16 +8,13 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
 from metis.adapter.adapter import Adapter
-from metis.calls.adapters import leased_adapter
+from metis.calls.adapters import model_adapter
 from metis.calls.request import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_SECONDS,
     ModelLike,
     ModelOptions,
-    call_note,
     stack_and_model,
 )
-from metis.errors import AdapterError, ConfigError
+from metis.errors import ConfigError
 from metis.routing.router import Router
 
 ChatLike = Adapter | Router
@@ -86,25 +83,10 @@ async def resolved(
         servers = tuple((target.adapter, target.model) for target in model.targets)
         yield Resolved(model, f"route:{model.name}", servers)
         return
-    stack_name, wire = stack_and_model(model)
+    stack_name, _ = stack_and_model(model)
     given = adapters.get(stack_name)
     if given is not None:
         yield Resolved(given, model, ((given, model),))
         return
-    async with leased_adapter(
-        stack_name,
-        api_key=options.get("api_key"),
-        base_url=options.get("base_url"),
-        timeout_seconds=options.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
-        max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
-        settings=options.get("settings"),
-        model=wire,
-    ) as adapter:
-        try:
-            yield Resolved(adapter, model, ((adapter, model),))
-        except AdapterError as error:  # "no such model": what was meant; a refused key's source
-            keyed, based = bool(options.get("api_key")), bool(options.get("base_url"))
-            note = call_note(error, adapter, model, keyed, base_url_given=based)
-            if note is not None:
-                error.add_note(note)
-            raise
+    async with model_adapter(model, options) as adapter:
+        yield Resolved(adapter, model, ((adapter, model),))

@@ -11,7 +11,7 @@ from metis.calls.option_types import check_option_types
 from metis.calls.request import ModelOptions
 from metis.core.options import check_options
 from metis.errors import ConfigError
-from metis.tools import tool_list
+from metis.tool_making import tool_list
 
 SESSION_OPTIONS = ModelOptions.__optional_keys__
 """The model options a session keeps as defaults and a turn may override."""

@@ -29,7 +29,7 @@ from metis.routing.router import Router
 from metis.sessions.context import ContextCheck
 from metis.sessions.core import Conversation
 from metis.sessions.provider_state import ProviderState
-from metis.tools import Tool
+from metis.tool_making import Tool
 
 FORMAT = "metis.session/1"
 NOT_SAVED = frozenset({"api_key", "tools", "extra_headers"})

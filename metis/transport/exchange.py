@@ -28,19 +28,17 @@ from typing import Any
 import anyio
 import httpx
 
-from metis.errors import CancelledError, ClosedError, NetworkError, ProtocolError
+from metis.errors import CancelledError, ClosedError
 from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.transport import direct
 from metis.transport.clients import (
-    CONNECT_TIMEOUT,
     http_errors,
-    is_decoding_error,
-    is_read_timeout,
-    is_timeout,
     request_timeout,
 )
 from metis.transport.decoding import decoded, encodings_of
+from metis.transport.failures import Limits as Limits  # where the send paths import it
+from metis.transport.failures import expired, failure, origin, too_large
 from metis.transport.held_reads import held_reads
 from metis.transport.read_clock import ReadClock, loop_clock
 from metis.transport.redirects import redirect_target
@@ -48,18 +46,6 @@ from metis.transport.refusals import check_headers, refusal
 from metis.transport.request_body import sent_once
 from metis.transport.slots import close_if_overread, drop_unclaimed_connections, served_by, slots_of
 from metis.transport.socket_reads import bound_socket_reads, socket_abort
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """How long each wait of an exchange may last, and how much of an error body is read."""
-
-    connect_timeout: float = CONNECT_TIMEOUT
-    first_event_timeout: float = 120.0
-    idle_timeout: float = 120.0
-    max_error_body_bytes: int = 1 << 20
-    timeout_seconds: float = 600.0
-    """The adapter's ``timeout_seconds``: the backstop given to the HTTP client."""
 
 
 @dataclass(slots=True, eq=False)
@@ -102,11 +88,7 @@ class Exchange:
             size += len(chunk)
             if max_bytes is not None and size > max_bytes:
                 parts.clear()
-                raise ProtocolError(
-                    f"{self.call.provider} sent a body larger than {max_bytes >> 20} MiB; "
-                    "metis reads no larger answer whole",
-                    provider=self.call.provider,
-                )
+                raise too_large(self.call, max_bytes)
             parts.append(chunk)
         return b"".join(parts)
 
@@ -266,7 +248,7 @@ async def _send(
             if refused is not None:
                 raise refused from exc
             when = "before a response arrived"
-            raise failure(exc, call, clock, limits, when, _origin(request.url), http) from exc
+            raise failure(exc, call, clock, limits, when, origin(request.url), http) from exc
         except RuntimeError as exc:
             if not http.is_closed:
                 raise
@@ -333,61 +315,3 @@ def _reader(exchange: Exchange, plain: bool) -> Callable[[], Awaitable[bytes | N
         return chunk
 
     return guarded_read
-
-
-def failure(
-    exc: Exception,
-    call: Call,
-    clock: ReadClock,
-    limits: Limits,
-    when: str = "",
-    origin: str | None = None,
-    http: httpx.AsyncClient | None = None,
-) -> CancelledError | ClosedError | NetworkError | ProtocolError:
-    """The classified error of a transport failure; ``origin`` (scheme, host and port, never
-    a path or query) says where the connection went, so a wrong base URL shows. A failure of
-    ``http`` closed under the call (its connections with it) is a ClosedError."""
-    if call.cancel.cancelled:
-        return CancelledError("the call was cancelled")
-    if http is not None and http.is_closed:
-        return ClosedError(
-            f"{call.provider}: the HTTP client was closed while the call was in flight (the "
-            "adapter's aclose(), or the owner of a client it was given)",
-            provider=call.provider,
-            request_id=call.request_id,
-        )
-    if is_decoding_error(exc):  # the server's own bytes, which another attempt would repeat
-        return ProtocolError(
-            f"{call.provider} sent a body its Content-Encoding does not decode: {exc}",
-            provider=call.provider,
-            request_id=call.request_id,
-        )
-    if is_read_timeout(exc) and clock.head_arrived:
-        return expired(call, clock, limits)
-    kind = "timed out" if is_timeout(exc) else "failed"
-    when = when or "while reading the response"
-    at = f" at {origin}" if origin else ""
-    return NetworkError(
-        f"connection to {call.provider}{at} {kind} {when}: {type(exc).__name__}: {exc}",
-        provider=call.provider,
-        request_id=call.request_id,
-    )
-
-
-def _origin(url: Any) -> str:
-    port = f":{url.port}" if url.port is not None else ""
-    return f"{url.scheme}://{url.host}{port}"
-
-
-def expired(call: Call, clock: ReadClock, limits: Limits) -> NetworkError:
-    if anyio.current_time() >= clock.deadline:
-        what = f"the call's timeout ({limits.timeout_seconds:g} s) ran out"
-    elif clock.received:
-        what = f"the response stalled for {limits.idle_timeout:g} s"
-    elif clock.streamed:
-        what = f"nothing arrived within {limits.first_event_timeout:g} s"
-    else:
-        what = f"the response body stalled for {limits.idle_timeout:g} s"
-    return NetworkError(
-        f"{call.provider}: {what}", provider=call.provider, request_id=call.request_id
-    )

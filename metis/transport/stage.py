@@ -40,7 +40,8 @@ from metis.pipeline.stage import Inner, Stage
 from metis.transport.clients import CONNECT_TIMEOUT
 
 if TYPE_CHECKING:
-    from metis.transport.exchange import Exchange, Limits
+    from metis.transport.exchange import Exchange
+    from metis.transport.failures import Limits
 
 __all__ = ["CONNECT_TIMEOUT", "TRANSPORT_SETTING", "Transport", "http_client"]
 
@@ -188,7 +189,7 @@ class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
 
     @property
     def limits(self) -> Limits:
-        from metis.transport.exchange import Limits
+        from metis.transport.failures import Limits
 
         opts = self.options
         return Limits(

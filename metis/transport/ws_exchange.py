@@ -27,7 +27,7 @@ from pydantic_core import from_json
 
 from metis.errors import CancelledError, NetworkError, ProtocolError
 from metis.pipeline.call import Call
-from metis.transport.exchange import Limits, expired
+from metis.transport.failures import Limits, expired, too_large
 from metis.transport.read_clock import ReadClock
 from metis.transport.websocket import ConnectionLost, WebSocket
 
@@ -143,11 +143,7 @@ class SocketExchange:
         while (chunk := await self.read()) is not None:
             size += len(chunk)
             if max_bytes is not None and size > max_bytes:
-                raise ProtocolError(
-                    f"{self.call.provider} sent a body larger than {max_bytes >> 20} MiB; "
-                    "metis reads no larger answer whole",
-                    provider=self.call.provider,
-                )
+                raise too_large(self.call, max_bytes)
             parts.append(chunk)
         return b"".join(parts)
 

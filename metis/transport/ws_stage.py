@@ -56,7 +56,8 @@ from metis.errors import NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest, whole_body
 from metis.transport.clients import sends_over_network
-from metis.transport.exchange import Exchange, expired, open_exchange
+from metis.transport.exchange import Exchange, open_exchange
+from metis.transport.failures import expired
 from metis.transport.httpx_private import own_transport, transport_pool
 from metis.transport.proxy import client_proxy, environment_proxy
 from metis.transport.read_clock import ReadClock

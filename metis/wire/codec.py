@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from metis.errors import StackError
+from metis.errors import CapabilityError, StackError
 
 if TYPE_CHECKING:  # the codecs load the model and the builder; naming a codec does not
     from metis.errors import AdapterError
@@ -52,6 +52,18 @@ class EncodeContext(Protocol):
         self, block_type: str, reason: str, message_id: str | None = None, **extra: Any
     ) -> None:
         """Report content the provider cannot take (it is left out of the request)."""
+
+
+CANNOT_SERVE = "cannot serve this request: "
+"""What a CapabilityError of a request the model or its wire cannot serve says before why."""
+
+
+def refuse_request(call: EncodeContext, reason: str) -> NoReturn:
+    """The CapabilityError for what this wire cannot carry of the request (a server tool, a
+    tool's option), raised before anything is sent."""
+    raise CapabilityError(
+        f"{call.model} {CANNOT_SERVE}{reason}", provider=call.provider, request_id=call.request_id
+    )
 
 
 class StreamParser(Protocol):

@@ -11,7 +11,7 @@ import functools
 import math
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -205,3 +205,21 @@ def openai_error_fields(data: Any) -> tuple[str, str | None, str | None] | None:
         kind = None
     message = str(error.get("message") or "")
     return message, None if code is None else str(code), None if kind is None else str(kind)
+
+
+def openai_http_error(
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    classify: Callable[..., AdapterError],
+) -> AdapterError:
+    """An error answer of an OpenAI API (Chat, Responses): its message, code and type as
+    :func:`openai_error_fields` reads them (a body of another shape, a proxy's HTML or none:
+    its excerpt), its ``x-request-id``, classified by the API's own ``classify(status,
+    headers, message, code, type, request_id=...)``."""
+    data = json_body(body)
+    info = openai_error_fields(data) if data is not None else None
+    if info is None:
+        info = (body_excerpt(body) if body.strip() else "", None, None)
+    request_id = next((v for k, v in headers.items() if k.lower() == "x-request-id"), None)
+    return classify(status, headers, *info, request_id=request_id)

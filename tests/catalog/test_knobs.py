@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 import metis
 from metis.calls.request import build_request, check_call_options
-from metis.catalog.knobs import reasoning_profile, refused_sampling
+from metis.catalog.knobs import reasoning_profile, refused_sampling, takes_system_prompt
 from metis.catalog.model_info import ModelInfo
 from metis.catalog.price_rates import ModelPrice
 from metis.core.options import UnknownOptionError
@@ -250,6 +250,23 @@ def test_the_catalog_narrows_the_stacks_sampling_by_what_the_model_refuses() -> 
     assert set(adapter.capabilities_for("claude-sonnet-4-5").sampling or {}) == {
         "temperature", "top_p", "top_k",
     }  # fmt: skip
+
+
+def test_the_catalog_says_which_models_take_no_system_prompt() -> None:
+    """o1-mini and o1-preview refuse a system or developer message (OpenAI's 400); an entry's
+    own ``system_prompt`` wins; a model the catalog says nothing of keeps its stack's word."""
+    for name in ("o1-mini", "o1-preview-2024-09-12", "openai/o1-mini", "o1-mini-2024-09-12"):
+        assert takes_system_prompt(info("openai", name)) is False, name
+    for name in ("o1", "o3-mini", "gpt-4o", "gpt-5.1"):
+        assert takes_system_prompt(info("openai", name)) is None, name
+    assert takes_system_prompt(info("x", "mine", system_prompt=False)) is False
+    assert takes_system_prompt(info("openai", "o1-mini", system_prompt=True)) is True
+    adapter = metis.build_adapter("openai", metis.AdapterConfig(api_key="k"))
+    assert adapter.capabilities_for("o1-mini").supports_system_prompt is False
+    assert adapter.capabilities_for("o1-mini-2099-01-01").supports_system_prompt is False
+    assert adapter.capabilities_for("o1").supports_system_prompt is True
+    router = metis.build_adapter("openrouter", metis.AdapterConfig(api_key="k"))
+    assert router.capabilities_for("openai/o1-mini").supports_system_prompt is False
 
 
 # Sampling -----------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ class Held:
 def _held(app: Any) -> Held:
     held = Held()
     caps = AdapterCapabilities(max_output_tokens=100)
-    app.state.gateway.models.resolve = lambda name: Target(name, held, "x:y", caps)  # type: ignore[arg-type]
+    app.state.gateway.models.resolve = lambda name: Target(name, held, "x:y", caps, "y")  # type: ignore[arg-type]
     return held
 
 

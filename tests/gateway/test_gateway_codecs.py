@@ -51,6 +51,7 @@ from metis.model.events import (
 from metis.model.request import ThinkingConfig, ToolChoice
 from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
 from metis.model.server_tools import WebSearch
+from metis.wire.anthropic.knobs import thinking_fields
 
 
 def test_an_anthropic_request_reads_into_the_canonical_form() -> None:
@@ -257,7 +258,7 @@ def test_projection_leaves_out_what_the_model_cannot_honour() -> None:
         },
     )
     plain = AdapterCapabilities(max_output_tokens=8000, supports_stop_sequences=False)
-    limit, changes, dropped = project(inbound, plain)
+    limit, changes, dropped = project(inbound, plain, "m")
     assert limit == 8000
     assert changes == {
         "thinking": None,
@@ -269,35 +270,43 @@ def test_projection_leaves_out_what_the_model_cannot_honour() -> None:
     thinks = AdapterCapabilities(max_output_tokens=8000, supports_thinking=True)
     inbound.max_output_tokens = None  # the default comes from what the model can serve
     inbound.fields = {"thinking": ThinkingConfig(budget_tokens=16384)}
-    limit, changes, dropped = project(inbound, thinks)
+    limit, changes, dropped = project(inbound, thinks, "m")
     assert limit == 8000 and changes["thinking"].budget_tokens == 7999
     assert dropped == ["thinking budget lowered from 16384 to 7999"]
     inbound.fields = {"thinking": ThinkingConfig(budget_tokens=16384, display="omitted")}
-    limit, changes, dropped = project(inbound, thinks)  # the budget lowered, the display kept
+    limit, changes, dropped = project(inbound, thinks, "m")  # the budget lowered, the display kept
     assert changes["thinking"] == ThinkingConfig(budget_tokens=7999, display="omitted")
 
 
+LOW = ThinkingConfig(effort="low")
+
+
 @pytest.mark.parametrize(
-    ("model", "thinking", "left_out"),
+    ("model", "wire_model", "thinking", "left_out"),
     [
-        ("claude-sonnet-4-5", ThinkingConfig(effort="low"), True),  # a budget model
-        ("claude-sonnet-4-6", ThinkingConfig(budget_tokens=2048), True),  # a budget: manual
-        ("claude-sonnet-4-6", ThinkingConfig(effort="low"), False),  # adaptive
-        ("claude-opus-4-7", ThinkingConfig(budget_tokens=2048), False),  # adaptive only
-        ("claude-sonnet-4-5", ThinkingConfig(effort="none"), False),
+        ("claude-sonnet-4-5", "", ThinkingConfig(effort="low"), True),  # a budget model
+        ("claude-sonnet-4-6", "", ThinkingConfig(budget_tokens=2048), True),  # a budget: manual
+        ("claude-sonnet-4-6", "", ThinkingConfig(effort="low"), False),  # adaptive
+        ("claude-opus-4-7", "", ThinkingConfig(budget_tokens=2048), False),  # adaptive only
+        ("claude-sonnet-4-5", "", ThinkingConfig(effort="none"), False),
+        ("claude-sonnet-4-5", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", LOW, True),
+        ("claude-opus-4-7", "claude-opus-4-7@20260101", ThinkingConfig(budget_tokens=2048), False),
     ],
 )
 def test_claude_manual_thinking_beside_a_forced_tool_is_left_out(
-    model: str, thinking: ThinkingConfig, left_out: bool
+    model: str, wire_model: str, thinking: ThinkingConfig, left_out: bool
 ) -> None:
     # pydantic/pydantic-ai's test_openai_responses_streaming_usage: reasoning effort low and
     # tool_choice required, which the gateway refused on its way to claude-sonnet-4-5
+    wire_model = wire_model or model
     profile = reasoning_profile(default_catalog().get("anthropic", model))
     caps = AdapterCapabilities(max_output_tokens=8000, supports_thinking=True, reasoning=profile)
+    sent = thinking_fields(thinking, 4000, wire_model).get("thinking", {})
+    assert (sent.get("type") == "enabled") == left_out  # the codec decides as the gateway asks
     for choice in (ToolChoice.any(), ToolChoice.tool("f"), ToolChoice.auto()):
         fields = {"thinking": thinking, "tool_choice": choice}
         inbound = Inbound(model="m", messages=[], max_output_tokens=4000, fields=fields)
-        _, changes, dropped = project(inbound, caps)
+        _, changes, dropped = project(inbound, caps, wire_model)
         gone = left_out and choice.type != "auto"
         assert ("thinking" in changes and changes["thinking"] is None) == gone
         assert any("manual thinking" in phrase for phrase in dropped) == gone
@@ -542,7 +551,7 @@ def test_anthropics_refusal_to_thread_a_request_keeps_its_code_through_the_gatew
     """Anthropic says a request it will not thread in ``error.details.error_code``, on which
     the SDK's tool runner sends the whole conversation: read as the error's code, and given on
     in the gateway's answer (the answer had only the error's type, and the runner failed)."""
-    from metis.wire.anthropic.read import error_from_http
+    from metis.wire.anthropic.errors import error_from_http
 
     said = {
         "type": "error",

@@ -571,7 +571,7 @@ class Counting:
 def counted_by(app: Any, count: Any) -> None:
     caps = AdapterCapabilities(max_output_tokens=100)
     model = Counting(count)
-    app.state.gateway.models.resolve = lambda name: Target(name, model, "x:y", caps)
+    app.state.gateway.models.resolve = lambda name: Target(name, model, "x:y", caps, "y")
 
 
 @pytest.mark.backend_independent(False)

@@ -321,7 +321,7 @@ async def test_a_stream_that_fails_unclassified_ends_with_the_apis_error_event(
     logged and counted as the gateway's own (``other``)."""
     app = create_app(gateway_config(emulator))
     caps = AdapterCapabilities(max_output_tokens=100)
-    app.state.gateway.models.resolve = lambda name: Target(name, Buggy(), "x:y", caps)
+    app.state.gateway.models.resolve = lambda name: Target(name, Buggy(), "x:y", caps, "y")
     async with client(app) as gw:
         for api, path, body, model in ROUTES:
             if model != "flash":
@@ -365,7 +365,7 @@ class FailingLate:
 async def test_a_stream_cut_as_it_fails_is_counted_once(emulator: Emulator) -> None:
     app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.05}))
     caps = AdapterCapabilities(max_output_tokens=100)
-    app.state.gateway.models.resolve = lambda name: Target(name, FailingLate(), "x:y", caps)
+    app.state.gateway.models.resolve = lambda name: Target(name, FailingLate(), "x:y", caps, "y")
     async with client(app) as gw:
         for api, path, body, model in ROUTES:
             if model != "flash":

@@ -400,7 +400,8 @@ async def test_a_read_that_fails_at_the_deadline_ends_as_the_gateway_s_timeout()
 
     passer = PassThrough(Gateway(gateway_config(Emulator())))
     made_by = ProviderRaw(provider="openai_responses")
-    passing = Passing("responses", Target("gpt5", None, "gpt-5", None), None, {}, True, made_by)  # type: ignore[arg-type]
+    target = Target("gpt5", None, "gpt-5", None, "gpt-5")  # type: ignore[arg-type]
+    passing = Passing("responses", target, None, {}, True, made_by)
     passing.call = Call("req_1", "openai_responses", "gpt-5", "gpt-5")
     passing.call.deadline = anyio.current_time() - 0.001
     relay = passing.relay = ResponsesRelay("gpt5", None)

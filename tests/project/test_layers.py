@@ -58,6 +58,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "metis/calls/",
             "metis/sessions/",
             "metis/tools.py",
+            "metis/tool_making.py",
             "metis/tool_schemas.py",
             "metis/tool_results.py",
             "metis/histories/",

@@ -27,7 +27,7 @@ from metis.model import (
     URLImageSource,
 )
 from metis.pipeline.call import Call
-from metis.stages.policy.capability_check import CapabilityCheck, unmet_needs
+from metis.stages.policy.capability_check import CapabilityCheck, fitted_for, unmet_needs
 
 from ..helpers import FULL_CAPABILITIES, bound, make_call
 
@@ -90,8 +90,11 @@ NEEDS: list[tuple[str, CanonicalRequest, str]] = [
         _request(output_schema={"type": "object", "properties": {}}),
         "schema",
     ),
-    ("supports_system_prompt", _request(system_prompt="Be brief."), "system"),
-    ("supports_system_prompt", _request(Message.system("Be brief."), Message.user("hi")), "system"),
+]
+SYSTEM_TEXT = [
+    _request(system_prompt="Be brief."),
+    _request(Message.system("Be brief."), Message.user("hi")),
+    _request(Message.system("Be brief."), Message.assistant("Yes?"), system_prompt=" "),
 ]
 
 
@@ -195,9 +198,42 @@ async def test_every_unmet_need_is_listed_in_one_error() -> None:
     with pytest.raises(CapabilityError) as info:
         await _run(request, caps)
     message = info.value.message
-    for words in ("images", "tools", "parallel", "thinking", "schema", "system", "9000"):
+    for words in ("images", "tools", "parallel", "thinking", "schema", "9000"):
         assert words in message, words
-    assert len(unmet_needs(request, caps)) == 7
+    assert "system" not in message  # the system text is folded into the user turn, not refused
+    assert len(unmet_needs(request, caps)) == 7  # as the request is given, it is unmet
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("request_", SYSTEM_TEXT)
+async def test_a_model_without_a_system_prompt_reads_it_in_the_first_user_turn(
+    request_: CanonicalRequest,
+) -> None:
+    """One fact, one place: where the capabilities say the model takes no system prompt (the
+    catalog says so of o1-mini), the stage folds the system text into the first user turn,
+    a user turn of its own when there is none, and says so; nothing is refused."""
+    calls, _ = await _run(request_, FULL_CAPABILITIES)
+    assert calls == [request_]
+    call = make_call()
+    stage = bound(CapabilityCheck(), capabilities=_lacking(supports_system_prompt=False))
+
+    async def inner(req: CanonicalRequest, _: Call) -> Any:
+        calls.append(req)
+        yield TextDelta(0, "ok")
+
+    [_ async for _ in stage(request_, call, inner)]
+    sent = calls[-1]
+    assert sent.system_prompt is None
+    assert all(m.role is not Role.SYSTEM for m in sent.messages)
+    first = sent.messages[0]
+    assert first.role is Role.USER
+    text = first.content[0]
+    assert isinstance(text, TextBlock) and text.text.startswith("Be brief.")
+    assert [(w.block_type, w.message_id) for w in call.warnings] == [("system prompt", None)]
+    # a router decides alike: the model can serve it
+    lacking = _lacking(supports_system_prompt=False)
+    fitted, problems, _ = fitted_for(request_, lacking, "anthropic", None)
+    assert problems == [] and fitted.messages == sent.messages
 
 
 @pytest.mark.anyio

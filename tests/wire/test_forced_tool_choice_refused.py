@@ -138,8 +138,8 @@ def test_the_gateway_leaves_a_forced_choice_out_and_names_it() -> None:
         "tool_choice": {"type": "any"},
         "messages": [{"role": "user", "content": "Weather in Paris?"}],
     }
-    _, changes, dropped = project(read_messages(body), caps)
+    _, changes, dropped = project(read_messages(body), caps, "claude-opus-5-5")
     assert changes["tool_choice"] is None
     assert dropped == ["tool_choice any (the model refuses forced tool use)"]
     body["tool_choice"] = {"type": "auto"}
-    assert project(read_messages(body), caps)[2] == []
+    assert project(read_messages(body), caps, "claude-opus-5-5")[2] == []

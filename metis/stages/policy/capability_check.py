@@ -16,7 +16,9 @@ from metis.model.tool_fit import fit_strict_tools, fit_tools
 from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import RequestStage
+from metis.stages.policy.system_hoist import fold_system
 from metis.stages.policy.tool_shim.history import text_history, uses_tools
+from metis.wire.codec import CANNOT_SERVE
 from metis.wire.compaction import window_start
 
 
@@ -36,6 +38,7 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         if call.terms.capabilities_checked:  # a router decided what it can serve before choosing
             request, _ = fit_media(request, caps, call.provider, call.warn_dropped, history)
             request = fit_tool_history(request, caps, call.warn_dropped)
+            request = fold_system(request, caps, call.warn_dropped, history)
             return fit_tools(request, caps)[0]
         profile = self._services.token_profile_for(call.wire_model)
         drop = call.warn_dropped
@@ -43,9 +46,7 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         if problems:
             too_long = len(problems) == 1 and problems[0].startswith(_PAST_CONTEXT)
             raise (InputTooLongError if too_long else CapabilityError)(
-                f"{call.model} cannot serve this request: "
-                + "; ".join(problems)
-                + how_to_declare(problems),
+                f"{call.model} {CANNOT_SERVE}" + "; ".join(problems) + how_to_declare(problems),
                 provider=call.provider,
                 request_id=request.request_id,
             )
@@ -83,7 +84,8 @@ def fitted_for(
     history: History | None = None,
 ) -> tuple[CanonicalRequest, list[str], int]:
     """``request`` fitted to what ``caps`` can read (files it cannot read dropped from older
-    turns, each with ``drop``; freeform tools as functions where there are no custom tools),
+    turns, each with ``drop``; the system text in the first user turn where the model takes
+    no system prompt; freeform tools as functions where there are no custom tools),
     what of it the model still cannot serve (a file in the turn sent, a grammar, ...), one
     phrase each, and its input-token estimate. The stage and a router decide alike; a router
     gives no ``drop``, since the adapter it chooses fits the request again and says so.
@@ -91,8 +93,9 @@ def fitted_for(
     messages = request.messages
     request, problems = fit_media(request, caps, provider, drop or _unsaid, history)
     request = fit_tool_history(request, caps, drop or _unsaid, history)
+    request = fold_system(request, caps, drop or _unsaid, history)
     if request.messages is not messages:
-        history = None  # a file was dropped, or calls made text: another history
+        history = None  # a file was dropped, calls made text, system text folded: another
     request, unmet = fit_tools(request, caps)
     estimate = read_estimate(request, provider, profile, caps, history)
     problems += unmet + unmet_needs(request, caps, profile, estimate=estimate, history=history)
@@ -252,5 +255,5 @@ def _server_tool_needs(request: CanonicalRequest, caps: AdapterCapabilities) -> 
     ]
 
 
-def _unsaid(block_type: str, reason: str, message_id: str) -> None:
+def _unsaid(block_type: str, reason: str, message_id: str | None) -> None:
     """A drop nobody is told of (a router's fitting: the chosen adapter's own pass warns)."""

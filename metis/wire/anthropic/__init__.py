@@ -1,8 +1,8 @@
 """The Anthropic Messages codec (``POST /v1/messages``, docs/contract.md §8).
 
-Sans-IO: :func:`encode` builds the JSON body from a canonical request; the stream parser,
-``parse_body`` and ``error_from_http`` (in :mod:`metis.wire.anthropic.read`) read what
-Anthropic answers.
+Sans-IO: :func:`encode` builds the JSON body from a canonical request; the stream parser and
+``parse_body`` (in :mod:`metis.wire.anthropic.read`) and ``error_from_http`` (in
+:mod:`metis.wire.anthropic.errors`) read what Anthropic answers.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ from metis.wire.anthropic import server_tools
 from metis.wire.anthropic.cache import WireMessages, hinted_blocks
 from metis.wire.anthropic.documents import FILES_BETA, document, names_files
 from metis.wire.anthropic.documents import At as _At
+from metis.wire.anthropic.errors import error_from_http
 from metis.wire.anthropic.knobs import sampling_fields, thinking_fields
-from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
+from metis.wire.anthropic.read import AnthropicStreamParser, parse_body
 from metis.wire.closed_schema import closed_schema_or_reason, strict_input_schema
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.compaction import ANTHROPIC_BETA, anthropic_asks, anthropic_fields

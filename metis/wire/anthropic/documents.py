@@ -47,6 +47,12 @@ def document(block: MediaBlock, at: At) -> dict[str, Any] | None:
     if isinstance(source, str):
         cannot_carry(at.call, block, source, at.where, at.current)
         return None
+    return document_block(block, source)
+
+
+def document_block(block: DocumentBlock, source: dict[str, Any]) -> dict[str, Any]:
+    """Anthropic's ``document`` block of ``block`` read from ``source``: its title, context
+    and citations where it has them."""
     out: dict[str, Any] = {"type": "document", "source": source}
     if block.title:
         out["title"] = block.title

@@ -27,19 +27,34 @@ _ANTHROPIC_EFFORTS = {"minimal": "low"}
 ADAPTIVE = {"type": "adaptive", "display": "summarized"}
 
 
-def thinking_fields(thinking: ThinkingConfig, max_tokens: int, wire_model: str) -> dict[str, Any]:
-    """The body's ``thinking`` (and ``output_config.effort``) for ``thinking``."""
+def thinking_type(thinking: ThinkingConfig, wire_model: str) -> str | None:
+    """The ``thinking.type`` ``wire_model`` is sent for ``thinking``: ``enabled`` (manual
+    thinking, a budget), ``adaptive`` or ``disabled``; None when no ``thinking`` is sent. The
+    one place this is decided: the gateway asks it too (Anthropic refuses manual thinking beside
+    a forced tool choice)."""
     modes = model_traits(wire_model).thinking_modes
     if thinking.effort == "none":
         if "enabled" not in modes and not claude_thinks_unasked(wire_model):
-            return {}  # Opus 4.7 and 4.8: off unless asked, and "disabled" is a 400 on Bedrock
-        return {"thinking": {"type": "disabled"}}
-    adaptive = {**ADAPTIVE, "display": thinking.display or ADAPTIVE["display"]}
+            return None  # Opus 4.7 and 4.8: off unless asked, and "disabled" is a 400 on Bedrock
+        return "disabled"
     if thinking.effort is not None and "adaptive" in modes:
+        return "adaptive"
+    return "enabled" if "enabled" in modes else "adaptive"
+
+
+def thinking_fields(thinking: ThinkingConfig, max_tokens: int, wire_model: str) -> dict[str, Any]:
+    """The body's ``thinking`` (and ``output_config.effort``) for ``thinking``."""
+    kind = thinking_type(thinking, wire_model)
+    if kind is None:
+        return {}
+    if kind == "disabled":
+        return {"thinking": {"type": "disabled"}}
+    if kind == "adaptive":
+        adaptive = {**ADAPTIVE, "display": thinking.display or ADAPTIVE["display"]}
+        if thinking.effort is None:
+            return {"thinking": adaptive}
         effort = _ANTHROPIC_EFFORTS.get(thinking.effort, thinking.effort)
         return {"thinking": adaptive, "output_config": {"effort": effort}}
-    if "enabled" not in modes:
-        return {"thinking": adaptive}
     ceiling = (
         None if thinking.budget_tokens is not None else max(max_tokens - 1, MIN_THINKING_BUDGET)
     )

@@ -1,4 +1,5 @@
-"""Reading Anthropic Messages replies: the stream parser, the whole-body parser and errors.
+"""Reading Anthropic Messages replies: the stream parser and the whole-body parser (an error
+in a reply: :mod:`metis.wire.anthropic.errors`).
 
 Sans-IO. The parsers turn Anthropic's objects into canonical events by driving a
 :class:`~metis.wire.builder.MessageBuilder`, and return them; every value read from the server
@@ -15,16 +16,16 @@ their other deltas are ignored.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from metis.errors import AdapterError, ErrorClass, ProtocolError
+from metis.errors import ProtocolError
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
+from metis.wire.anthropic.errors import stream_error, untyped_error
 from metis.wire.anthropic.server_tools import call_block, citation, result_block
 from metis.wire.anthropic.usage import UsageTally
 from metis.wire.builder import MessageBuilder
-from metis.wire.http_errors import body_excerpt, http_error, json_body
 from metis.wire.partial_json import parse_object
 from metis.wire.read import (
     list_value,
@@ -46,19 +47,6 @@ _STOP_KINDS: dict[str, StopKind] = {
 }
 _STOP_KINDS["model_context_window_exceeded"] = StopKind.MAX_TOKENS  # the context filled up
 
-_ERROR_CLASSES = {
-    "overloaded_error": ErrorClass.OVERLOADED,
-    "rate_limit_error": ErrorClass.RATE_LIMIT,
-    "authentication_error": ErrorClass.AUTH,
-    "permission_error": ErrorClass.AUTH,
-    "billing_error": ErrorClass.INVALID_REQUEST,  # the account's billing (a 402): not retried
-    "request_too_large": ErrorClass.CONTEXT_OVERFLOW,
-    "invalid_request_error": ErrorClass.INVALID_REQUEST,
-    "not_found_error": ErrorClass.INVALID_REQUEST,
-    "api_error": ErrorClass.SERVER_ERROR,
-    "timeout_error": ErrorClass.SERVER_ERROR,
-    "gateway_timeout_error": ErrorClass.SERVER_ERROR,
-}
 _BLOCK = "content_block"
 RESULT_TOOLS = {
     f"{name}_tool_result": name
@@ -127,8 +115,8 @@ class AnthropicStreamParser:
             self._delta(required_index(obj, "index", kind), required_object(obj, "delta", kind))
         elif kind.__class__ is str:
             self._event(kind, obj)
-        elif _untyped_error(obj):
-            raise _stream_error(obj, builder.provider)
+        elif untyped_error(obj):
+            raise stream_error(obj, builder.provider)
         else:
             raise malformed("event.type", "a string", kind)
         return builder.take()
@@ -164,7 +152,7 @@ class AnthropicStreamParser:
             self._done = True
             builder.finish()
         elif kind == "error":
-            raise _stream_error(obj, builder.provider)
+            raise stream_error(obj, builder.provider)
         # ping, and event types newer than this codec: nothing to do
 
     def _message_start(self, message: dict[str, Any]) -> None:
@@ -303,8 +291,8 @@ class AnthropicStreamParser:
 
 def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
     """A non-streamed Messages response, through the same block handling as the stream."""
-    if body.get("type") == "error" or _untyped_error(body):
-        raise _stream_error(body, builder.provider)
+    if body.get("type") == "error" or untyped_error(body):
+        raise stream_error(body, builder.provider)
     parser = AnthropicStreamParser(builder)
     builder.start(optional_text(body, "id", "message"), optional_text(body, "model", "message"))
     for index, block in enumerate(required_list(body, "content", "message")):
@@ -331,67 +319,3 @@ def _stop(builder: MessageBuilder, holder: dict[str, Any], where: str) -> None:
     details = optional_object(holder, "stop_details", where)
     category = optional_text(details, "category", f"{where}.stop_details") if details else None
     builder.stop(stop_reason(raw, optional_text(holder, "stop_sequence", where), category))
-
-
-# Errors ------------------------------------------------------------------------------------
-
-
-def _untyped_error(obj: dict[str, Any]) -> bool:
-    """``obj`` is an error without Anthropic's ``"type": "error"`` (a proxy's ``{"error":
-    "boom"}``): read as the error event it stands for."""
-    return obj.get("type") is None and obj.get("error") is not None
-
-
-def _error_fields(data: Any) -> tuple[str | None, str]:
-    """``(error.type, error.message)`` from an Anthropic error object, or ``(None, "")``; an
-    error that is a plain string is its message."""
-    error = data.get("error") if isinstance(data, dict) else None
-    if isinstance(error, str):
-        return None, error
-    if not isinstance(error, dict):
-        return None, ""
-    kind, message = error.get("type"), error.get("message")
-    return (kind if isinstance(kind, str) else None), (message if isinstance(message, str) else "")
-
-
-def _stream_error(obj: dict[str, Any], provider: str) -> AdapterError:
-    """An ``error`` event in a 200 stream, or an error-typed 200 body: no HTTP status."""
-    kind, message = _error_fields(obj)
-    request_id = obj.get("request_id")
-    return http_error(
-        None,
-        {},
-        message or f"anthropic reported {kind or 'an error'} without a message",
-        error_class=_ERROR_CLASSES.get(kind or ""),
-        code=kind,
-        request_id=request_id if isinstance(request_id, str) else None,
-        provider=provider,
-    )
-
-
-def error_from_http(status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
-    data = json_body(body)
-    kind, message = _error_fields(data)
-    if not message:
-        message = body_excerpt(body)
-    request_id = data.get("request_id") if data else None
-    if not isinstance(request_id, str):
-        request_id = next((v for k, v in headers.items() if k.lower() == "request-id"), None)
-    return http_error(
-        status,
-        headers,
-        message,
-        error_class=_ERROR_CLASSES.get(kind) if kind else None,
-        code=_detail_code(data) or kind,
-        request_id=request_id,
-        retried_by_status=True,
-    )
-
-
-def _detail_code(data: Any) -> str | None:
-    """``error.details.error_code``, where Anthropic says more than the error's type (a thread
-    it will not hold: ``thread_unsupported_request``)."""
-    error = data.get("error") if isinstance(data, dict) else None
-    details = error.get("details") if isinstance(error, dict) else None
-    code = details.get("error_code") if isinstance(details, dict) else None
-    return code if isinstance(code, str) and code else None

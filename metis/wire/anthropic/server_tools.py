@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis.errors import CapabilityError
 from metis.model.citation import Citation, DocumentLocation
 from metis.model.content import ProviderRaw
 from metis.model.request import CanonicalRequest
@@ -29,7 +28,7 @@ from metis.model.server_tools import (
     WebSearch,
     goes_only_to,
 )
-from metis.wire.codec import EncodeContext
+from metis.wire.codec import EncodeContext, refuse_request
 
 BETAS = {
     "web_fetch_20250910": "web-fetch-2025-09-10",
@@ -45,7 +44,7 @@ def declarations(request: CanonicalRequest, call: EncodeContext) -> list[dict[st
     for tool in request.server_tools:
         if isinstance(tool, WebSearch):
             if tool.context_size is not None:
-                _refuse(call, "Anthropic web search takes no context_size")
+                refuse_request(call, "Anthropic web search takes no context_size")
             entry = {"type": "web_search_20250305", "name": "web_search", **_filters(tool)}
             if tool.user_location is not None:
                 entry["user_location"] = _location(tool.user_location)
@@ -66,7 +65,7 @@ def declarations(request: CanonicalRequest, call: EncodeContext) -> list[dict[st
 def provider_tool(tool: ProviderTool, dialect: str, call: EncodeContext) -> dict[str, Any]:
     """A provider's own tool as its entry, for a stack of that wire ``dialect`` only."""
     if tool.dialect != dialect:
-        _refuse(call, goes_only_to(tool))
+        refuse_request(call, goes_only_to(tool))
     entry: dict[str, Any] = {"type": tool.type}
     if tool.name is not None:
         entry["name"] = tool.name
@@ -98,14 +97,6 @@ def _filters(tool: WebSearch | WebFetch) -> dict[str, Any]:
 
 def _location(where: UserLocation) -> dict[str, Any]:
     return {"type": "approximate", **where.model_dump(exclude_none=True)}
-
-
-def _refuse(call: EncodeContext, reason: str) -> None:
-    raise CapabilityError(
-        f"{call.model} cannot serve this request: {reason}",
-        provider=call.provider,
-        request_id=call.request_id,
-    )
 
 
 # Reading ---------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis.errors import CapabilityError
 from metis.model.citation import Citation, DocumentLocation
 from metis.model.content import ProviderRaw
 from metis.model.request import CanonicalRequest
@@ -31,7 +30,7 @@ from metis.model.server_tools import (
     goes_only_to,
 )
 from metis.wire import json_limits
-from metis.wire.codec import EncodeContext
+from metis.wire.codec import EncodeContext, refuse_request
 
 SYSTEM_TOOLS = {WEB_SEARCH: "nova_grounding", CODE_EXECUTION: "nova_code_interpreter"}
 _CANONICAL = {wire: name for name, wire in SYSTEM_TOOLS.items()}
@@ -43,24 +42,16 @@ def declarations(request: CanonicalRequest, call: EncodeContext) -> list[dict[st
     for tool in request.server_tools:
         if isinstance(tool, ProviderTool):
             if tool.dialect != "bedrock_converse":
-                _refuse(call, goes_only_to(tool))
+                refuse_request(call, goes_only_to(tool))
             named = {"name": tool.name} if tool.name is not None else {}
             out.append({tool.type: {**named, **tool.options}})
             continue
         if "nova-2" not in call.wire_model:
-            _refuse(call, f"on Bedrock only Nova 2 models run a {tool.kind} tool")
+            refuse_request(call, f"on Bedrock only Nova 2 models run a {tool.kind} tool")
         if not isinstance(tool, WebSearch | CodeExecution) or tool != type(tool)():
-            _refuse(call, f"Nova's {tool.kind} tool takes no options")
+            refuse_request(call, f"Nova's {tool.kind} tool takes no options")
         out.append({"systemTool": {"name": SYSTEM_TOOLS[tool.kind]}})
     return out
-
-
-def _refuse(call: EncodeContext, reason: str) -> None:
-    raise CapabilityError(
-        f"{call.model} cannot serve this request: {reason}",
-        provider=call.provider,
-        request_id=call.request_id,
-    )
 
 
 def is_server_call(tool_use: dict[str, Any]) -> bool:

@@ -5,7 +5,7 @@ as reading the whole array at the end would give.
 
 Sans-IO. Only the bytes that shape JSON are looked at between objects (brackets, braces,
 quotes, commas, backslashes: no multi-byte UTF-8 character holds one), so a chunk is scanned
-once; each object is parsed once, whole, by :func:`~metis.wire.framing.objects.parse_object`'s
+once; each object is parsed once, whole, by :func:`~metis.wire.framing.json_object.parse_object`'s
 rules (JSON limits included). What is not an array of objects (a number or a string among them,
 text outside the objects, an array that never ends) is a ProtocolError; the objects before it
 are still given (:attr:`ArrayObjects.failed` holds it).

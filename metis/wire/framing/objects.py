@@ -35,13 +35,13 @@ from metis.wire import json_limits
 from metis.wire.compressed import undeclared_compression
 from metis.wire.framing.aws_eventstream import EventStreamDecoder, frame_object
 from metis.wire.framing.json_array import ArrayObjects
+from metis.wire.framing.json_object import body_text, ndjson_object, parse_object
 from metis.wire.framing.lines import LineSplitter
 from metis.wire.framing.sse_data import SSEDataDecoder
 from metis.wire.http_errors import body_excerpt
 from metis.wire.json_limits import MAX_DEPTH, SHALLOW_LENGTH, JSONLimitError
 
 FORMATS = ("sse", "ndjson", "json", "eventstream")
-_SNIPPET = 200
 _SNIPPET_BYTES = 64 * 1024  # of an HTML page: enough to find its title
 MAX_WHOLE_BODY = 64 * 1024 * 1024
 """The largest JSON document held whole (a reply read at once), in bytes: four times a
@@ -184,7 +184,7 @@ class BodyObjects:
                 f"provider answered where its {self._fmt} stream was expected with: {page}"
             )
         if mode == "whole":
-            return [_parse(_text(b"".join(self._held), "json"), "json")]
+            return [parse_object(body_text(b"".join(self._held), "json"), "json")]
         if mode == "reply":
             return _whole_reply(b"".join(self._held), self._fmt)
         if mode == "array":
@@ -196,12 +196,12 @@ class BodyObjects:
         if self._sse is not None:
             if self.done:
                 return []
-            return [_parse(data, "sse") for data in self._sse.close() if not _skip(data)]
+            return [parse_object(data, "sse") for data in self._sse.close() if not _skip(data)]
         if self._frames is not None:
             self._frames.close()
             return []
         if self._lines is not None:
-            return [_ndjson_object(line) for line in self._lines.close()]
+            return [ndjson_object(line) for line in self._lines.close()]
         return []
 
     def _array_objects(self, chunk: bytes) -> list[dict[str, Any]]:
@@ -231,9 +231,9 @@ class BodyObjects:
                     try:  # the usual line, parsed as it is: jiter checks the UTF-8 of its strings
                         obj = from_json(line, allow_inf_nan=False)
                     except ValueError:
-                        obj = _ndjson_object(line)  # said the long way, which names what is wrong
+                        obj = ndjson_object(line)  # said the long way, which names what is wrong
                 else:
-                    obj = _ndjson_object(line)
+                    obj = ndjson_object(line)
             except AdapterError as error:
                 self._fail(error)
                 return
@@ -270,9 +270,9 @@ class BodyObjects:
                     try:  # the usual event, parsed here: json_limits.loads' fast path, inlined
                         obj = from_json(data, allow_inf_nan=False)
                     except ValueError:
-                        obj = _parse(data, "sse")  # what jiter refuses, and why
+                        obj = parse_object(data, "sse")  # what jiter refuses, and why
                 elif not _skip(data):
-                    obj = _parse(data, "sse")
+                    obj = parse_object(data, "sse")
                 elif data.strip() == "[DONE]":
                     self.done = self.halted = True
                     self.ignored = len(events) - i - 1
@@ -289,13 +289,13 @@ def _whole_reply(body: bytes, fmt: str) -> list[dict[str, Any]]:
     """A streamed request answered with ``application/json``: one whole reply, or NDJSON."""
     if fmt == "ndjson" and _several_lines(body):  # NDJSON labelled as plain JSON
         lines = [line for line in body.split(b"\n") if line.strip()]
-        return [_parse(_text(line, "ndjson"), "ndjson") for line in lines]
-    return [WholeBody(_parse(_text(body, "json"), "json"))]
+        return [parse_object(body_text(line, "ndjson"), "ndjson") for line in lines]
+    return [WholeBody(parse_object(body_text(body, "json"), "json"))]
 
 
 def _array_object(text: str) -> dict[str, Any]:
     """One object of a stream sent as a JSON array."""
-    return _parse(text, "json array")
+    return parse_object(text, "json array")
 
 
 def _skip(data: str) -> bool:
@@ -304,62 +304,6 @@ def _skip(data: str) -> bool:
         return False
     stripped = data.strip()
     return not stripped or stripped == "[DONE]"
-
-
-def parse_object(text: str, fmt: str) -> dict[str, Any]:
-    """One JSON object of a ``fmt`` body, or a ProtocolError saying what is wrong with it."""
-    return _parse(text, fmt)
-
-
-def _parse(text: str, fmt: str) -> dict[str, Any]:
-    try:
-        value = json_limits.loads(text)
-    except JSONLimitError as exc:
-        raise ProtocolError(
-            f"provider sent JSON metis refuses in its {fmt} stream: {exc}"
-        ) from None
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        if text.lstrip()[:1] == "<":
-            page = body_excerpt(text.encode())
-            raise ProtocolError(f"provider answered where JSON was expected with: {page}") from None
-        raise ProtocolError(
-            f"provider sent invalid JSON in its {fmt} stream: {text[:_SNIPPET]}"
-        ) from None
-    if not isinstance(value, dict):
-        raise ProtocolError(
-            f"provider sent a JSON {type(value).__name__} where an object was expected "
-            f"in its {fmt} stream: {text[:_SNIPPET]}"
-        )
-    return value
-
-
-def _ndjson_object(line: bytes) -> dict[str, Any]:
-    """One NDJSON line's object: the usual line parsed at once with ``from_json``, anything
-    else (a BOM, leading blanks, what jiter refuses) through :func:`_parse`."""
-    try:
-        text = line.decode()
-    except UnicodeDecodeError:
-        text = _text(line, "ndjson")  # raises, classified
-    if text[:1] == "{" and text.count("{") + text.count("[") <= MAX_DEPTH:
-        try:
-            value: dict[str, Any] = from_json(text, allow_inf_nan=False)
-            return value
-        except ValueError:
-            pass
-    return _parse(text, "ndjson")
-
-
-def _text(body: bytes, fmt: str) -> str:
-    try:
-        return body.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        compressed = undeclared_compression(body)
-        where = f"({exc.reason} at byte {exc.start})"
-        raise ProtocolError(
-            f"provider sent no {fmt} body: {compressed}"
-            if compressed
-            else f"provider sent invalid UTF-8 in its {fmt} stream {where}"
-        ) from None
 
 
 _BOM = b"\xef\xbb\xbf"

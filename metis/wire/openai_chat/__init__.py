@@ -35,7 +35,7 @@ from metis.wire.builder import MessageBuilder
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.encoded_messages import encoded, encoded_history
 from metis.wire.freeform import whole_input
-from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
+from metis.wire.http_errors import openai_http_error
 from metis.wire.knobs.sampling import sampling_fields
 from metis.wire.openai_chat.audio import kept_audio, read_audio
 from metis.wire.openai_chat.encode import (
@@ -57,7 +57,6 @@ from metis.wire.openai_chat.read import (
     unnumbered_pieces,
 )
 from metis.wire.openai_chat.server_tools import annotation_citations, search_fields, source_list
-from metis.wire.openai_chat.system_role import system_in_user
 from metis.wire.openai_chat.tool_calls import (
     CUSTOM_RAW,
     SIGNATURE,
@@ -114,7 +113,6 @@ class OpenAIChatCodec:
         custom = frozenset(tool.name for tool in request.tools if tool.freeform)
         history = partial(self._history, request.messages, custom)
         messages += encoded_history(request.messages, (self, custom), call, history)
-        messages = system_in_user(messages, call)
         body: dict[str, Any] = {
             "model": call.wire_model,
             "messages": messages,
@@ -232,12 +230,7 @@ class OpenAIChatCodec:
         return builder.take()
 
     def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
-        data = json_body(body)
-        info = openai_error_fields(data) if data is not None else None
-        if info is None:  # HTML from a proxy, an empty body, JSON of some other shape
-            info = (body_excerpt(body) if body.strip() else "", None, None)
-        request_id = next((v for k, v in headers.items() if k.lower() == "x-request-id"), None)
-        return chat_error(status, headers, *info, request_id=request_id)
+        return openai_http_error(status, headers, body, chat_error)
 
 
 def choice_index(choice: Any) -> int:

@@ -16,12 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from metis.core.suggest import did_you_mean
-from metis.errors import CapabilityError
 from metis.model.citation import Citation, TextSpan
 from metis.model.content import ProviderRaw
 from metis.model.request import CanonicalRequest
 from metis.model.server_tools import DIALECTS, ProviderTool, ServerToolLike, WebSearch
-from metis.wire.codec import EncodeContext
+from metis.wire.codec import EncodeContext, refuse_request
 
 
 def search_fields(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
@@ -40,7 +39,7 @@ def search_fields(request: CanonicalRequest, call: EncodeContext) -> dict[str, A
                 if isinstance(tool, ProviderTool)
                 else (f"a {tool.kind} tool")
             )
-            _refuse(call, f"Chat Completions takes no {what}{_meant(tool)}")
+            refuse_request(call, f"Chat Completions takes no {what}{_meant(tool)}")
     return out
 
 
@@ -56,9 +55,9 @@ def _openai(tool: WebSearch, call: EncodeContext) -> dict[str, Any]:
             if call.provider == "openai"
             else ""
         )
-        _refuse(call, f"on Chat Completions only the search models search the web{meant}")
+        refuse_request(call, f"on Chat Completions only the search models search the web{meant}")
     if tool.max_uses is not None or tool.allowed_domains or tool.blocked_domains:
-        _refuse(call, "Chat Completions web search takes no max_uses and no domain filters")
+        refuse_request(call, "Chat Completions web search takes no max_uses and no domain filters")
     options: dict[str, Any] = {}
     if tool.context_size is not None:
         options["search_context_size"] = tool.context_size
@@ -70,7 +69,7 @@ def _openai(tool: WebSearch, call: EncodeContext) -> dict[str, Any]:
 
 def _perplexity(tool: WebSearch, call: EncodeContext) -> dict[str, Any]:
     if tool.max_uses is not None:
-        _refuse(call, "Perplexity web search takes no max_uses")
+        refuse_request(call, "Perplexity web search takes no max_uses")
     out: dict[str, Any] = {}
     options: dict[str, Any] = {}
     if tool.context_size is not None:
@@ -83,14 +82,6 @@ def _perplexity(tool: WebSearch, call: EncodeContext) -> dict[str, Any]:
     if domains:
         out["search_domain_filter"] = domains
     return out
-
-
-def _refuse(call: EncodeContext, reason: str) -> None:
-    raise CapabilityError(
-        f"{call.model} cannot serve this request: {reason}",
-        provider=call.provider,
-        request_id=call.request_id,
-    )
 
 
 # Reading ---------------------------------------------------------------------------------

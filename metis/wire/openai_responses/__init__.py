@@ -15,7 +15,7 @@ from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import CodecFactory, EncodeContext
-from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
+from metis.wire.http_errors import openai_http_error
 from metis.wire.openai_responses.encode import assistant_items, encode_request, silent
 from metis.wire.openai_responses.errors import body_error, pending_error, responses_error
 from metis.wire.openai_responses.read import ResponsesParser
@@ -83,12 +83,7 @@ class OpenAIResponsesCodec:
         return builder.take()
 
     def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
-        data = json_body(body)
-        info = openai_error_fields(data) if data is not None else None
-        if info is None:  # HTML from a proxy, an empty body, JSON of some other shape
-            info = (body_excerpt(body) if body.strip() else "", None, None)
-        request_id = next((v for k, v in headers.items() if k.lower() == "x-request-id"), None)
-        return responses_error(status, headers, *info, request_id=request_id)
+        return openai_http_error(status, headers, body, responses_error)
 
 
 def _build(**settings: Any) -> OpenAIResponsesCodec:

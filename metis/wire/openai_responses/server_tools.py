@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from metis.errors import CapabilityError
 from metis.model.citation import Citation, DocumentLocation, TextSpan
 from metis.model.content import ProviderRaw
 from metis.model.request import CanonicalRequest
@@ -35,7 +34,7 @@ from metis.model.server_tools import (
     goes_only_to,
 )
 from metis.wire.builder import MessageBuilder
-from metis.wire.codec import EncodeContext
+from metis.wire.codec import EncodeContext, refuse_request
 from metis.wire.openai_responses import xai_tools as xai
 from metis.wire.read import list_value, object_value, token_count
 
@@ -68,7 +67,7 @@ def includes(request: CanonicalRequest) -> list[str]:
 def _declared(tool: Any, call: EncodeContext) -> dict[str, Any]:
     if isinstance(tool, WebSearch):
         if tool.max_uses is not None or tool.blocked_domains:
-            _refuse(call, "OpenAI web search takes no max_uses and no blocked_domains")
+            refuse_request(call, "OpenAI web search takes no max_uses and no blocked_domains")
         entry: dict[str, Any] = {"type": "web_search"}
         if tool.allowed_domains:
             entry["filters"] = {"allowed_domains": list(tool.allowed_domains)}
@@ -82,19 +81,11 @@ def _declared(tool: Any, call: EncodeContext) -> dict[str, Any]:
         return {"type": "code_interpreter", "container": tool.container or {"type": "auto"}}
     if isinstance(tool, ProviderTool):
         if tool.dialect != "openai_responses":
-            _refuse(call, goes_only_to(tool))
+            refuse_request(call, goes_only_to(tool))
         named = {"name": tool.name} if tool.name is not None else {}
         return {"type": tool.type, **named, **tool.options}
-    _refuse(call, f"OpenAI Responses has no {tool.kind} tool")
+    refuse_request(call, f"OpenAI Responses has no {tool.kind} tool")
     raise AssertionError  # unreachable: _refuse raises
-
-
-def _refuse(call: EncodeContext, reason: str) -> None:
-    raise CapabilityError(
-        f"{call.model} cannot serve this request: {reason}",
-        provider=call.provider,
-        request_id=call.request_id,
-    )
 
 
 # Reading ---------------------------------------------------------------------------------

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 
-from metis.model.content import Message, Role, TextBlock
 from metis.model.request import ToolChoice, ToolDefinition
+from metis.stages.policy.system_hoist import into_first_user_turn
+
+__all__ = ["NO_TOOLS", "into_first_user_turn", "preamble"]
 
 NO_TOOLS = (
     "No tools are available for this reply: answer in plain text, without any <tool_call> tag."
@@ -52,20 +54,3 @@ def preamble(tools: list[ToolDefinition], choice: ToolChoice | None, parallel: b
         "<tool_result> yourself.\n\n"
         f"{demand}"
     )
-
-
-def into_first_user_turn(messages: list[Message], note: str) -> list[Message]:
-    """For a model that takes no system prompt: ``note`` opens the first user turn."""
-    for i, message in enumerate(messages):
-        if message.role is Role.USER:
-            content = list(message.content)
-            if content and isinstance(content[0], TextBlock):
-                content[0] = TextBlock(text=f"{note}\n\n{content[0].text}")
-            else:
-                content.insert(0, TextBlock(text=note))
-            return [
-                *messages[:i],
-                message.model_copy(update={"content": content}),
-                *messages[i + 1 :],
-            ]
-    return [Message.user(note), *messages]
