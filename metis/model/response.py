@@ -195,8 +195,13 @@ class CanonicalResponse(Canonical):
     cost_usd: USDAmount | None = None
     """What the call cost in USD at the model catalog's prices, on a reply of
     ``metis.complete`` or of a session, as a run's ``RunResult.cost_usd`` counts it (0 for a
-    model no table prices); None on a reply an adapter or router returns itself. For its
-    parts and pricing version: ``metis.cost_of(reply.model, reply.usage)``."""
+    model no table prices: :attr:`cost_known` is then False); None on a reply an adapter or
+    router returns itself. For its parts and pricing version:
+    ``metis.cost_of(reply.model, reply.usage)``."""
+    cost_known: bool = False
+    """``cost_usd`` is the call's whole cost, its model priced; False when no table prices it
+    (``cost_usd`` is then 0, a lower bound, as ``RunResult.cost_known`` says of a run) or
+    metis did not price the reply (``cost_usd`` None)."""
 
     @property
     def text(self) -> str:
