@@ -33,12 +33,18 @@ class StopReason(Canonical):
     category: str | None = None
     """The policy category of a refusal, where the provider names one (Anthropic's
     ``stop_details.category``: ``cyber``, ``bio``, ...); None otherwise (and not dumped)."""
+    explanation: str | None = None
+    """A refusal's explanation in words, where the provider gives one apart from the reply's
+    text (Anthropic's ``stop_details.explanation``); None otherwise (and not dumped)."""
 
     @model_serializer(mode="wrap")
-    def _category_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _details_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if isinstance(data, dict) and self.category is None:  # dumps as it did before it
-            data.pop("category", None)
+        if isinstance(data, dict):  # dumps as it did before them
+            if self.category is None:
+                data.pop("category", None)
+            if self.explanation is None:
+                data.pop("explanation", None)
         return data
 
 

@@ -314,21 +314,31 @@ def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[Stream
     return builder.take()
 
 
-def stop_reason(raw: str, sequence: str | None = None, category: str | None = None) -> StopReason:
+def stop_reason(
+    raw: str,
+    sequence: str | None = None,
+    category: str | None = None,
+    explanation: str | None = None,
+) -> StopReason:
     kind = _STOP_KINDS.get(raw, StopKind.PROVIDER_SPECIFIC)
-    return StopReason(kind=kind, raw=raw, sequence=sequence, category=category)
+    return StopReason(
+        kind=kind, raw=raw, sequence=sequence, category=category, explanation=explanation
+    )
 
 
 def _stop(builder: MessageBuilder, holder: dict[str, Any], where: str) -> None:
     """The stop reason ``holder`` (a message, or a ``message_delta``'s delta) gives, the stop
-    sequence that ended the reply when it names one, and a refusal's category
+    sequence that ended the reply when it names one, and a refusal's category and explanation
     (``stop_details``)."""
     raw = optional_text(holder, "stop_reason", where)
     if raw is None:
         return
     details = optional_object(holder, "stop_details", where)
-    category = optional_text(details, "category", f"{where}.stop_details") if details else None
-    builder.stop(stop_reason(raw, optional_text(holder, "stop_sequence", where), category))
+    said = f"{where}.stop_details"
+    category = optional_text(details, "category", said) if details else None
+    explanation = optional_text(details, "explanation", said) if details else None
+    sequence = optional_text(holder, "stop_sequence", where)
+    builder.stop(stop_reason(raw, sequence, category, explanation or None))
 
 
 # Errors ------------------------------------------------------------------------------------
