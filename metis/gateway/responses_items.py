@@ -79,6 +79,18 @@ def text_item(
     }
 
 
+def refusal_item(explanation: str, item_id: str | None = None) -> dict[str, Any]:
+    """A message of a refusal's words, as the Responses API writes a refusal: a ``refusal``
+    part (another provider's explanation of its refusal, Anthropic's ``stop_details``)."""
+    return {
+        "id": item_id or new_id("msg_"),
+        "type": "message",
+        "status": "completed",
+        "content": [{"type": "refusal", "refusal": explanation}],
+        "role": "assistant",
+    }
+
+
 def reasoning_item(
     item_id: str, thinking: str, encrypted_content: str | None = None
 ) -> dict[str, Any]:
