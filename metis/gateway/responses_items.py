@@ -23,7 +23,7 @@ from metis.model.content import (
     ThinkingBlock,
     ToolUseBlock,
 )
-from metis.model.response import StopKind, StopReason, TokenUsage
+from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
 from metis.model.server_tools import ServerToolCallBlock, ServerToolResultBlock
 
 RESPONSES = "openai_responses"
@@ -151,6 +151,16 @@ def output_items(
         elif isinstance(block, ServerToolCallBlock) and (item := server_item(block, content)):
             items.append(item)
     return items
+
+
+def reply_items(
+    response: CanonicalResponse, inbound: Inbound, response_id: str
+) -> list[dict[str, Any]]:
+    """The output items of a whole reply: its content's, and a refusal item where its stop
+    explains its refusal."""
+    explained = response.stop_reason.explanation
+    refused = [refusal_item(explained)] if explained is not None else []
+    return output_items(response.content, inbound, response_id) + refused
 
 
 def server_item(

@@ -314,16 +314,9 @@ def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[Stream
     return builder.take()
 
 
-def stop_reason(
-    raw: str,
-    sequence: str | None = None,
-    category: str | None = None,
-    explanation: str | None = None,
-) -> StopReason:
+def stop_reason(raw: str, sequence: str | None = None, category: str | None = None) -> StopReason:
     kind = _STOP_KINDS.get(raw, StopKind.PROVIDER_SPECIFIC)
-    return StopReason(
-        kind=kind, raw=raw, sequence=sequence, category=category, explanation=explanation
-    )
+    return StopReason(kind=kind, raw=raw, sequence=sequence, category=category)
 
 
 def _stop(builder: MessageBuilder, holder: dict[str, Any], where: str) -> None:
@@ -333,12 +326,10 @@ def _stop(builder: MessageBuilder, holder: dict[str, Any], where: str) -> None:
     raw = optional_text(holder, "stop_reason", where)
     if raw is None:
         return
-    details = optional_object(holder, "stop_details", where)
-    said = f"{where}.stop_details"
-    category = optional_text(details, "category", said) if details else None
-    explanation = optional_text(details, "explanation", said) if details else None
-    sequence = optional_text(holder, "stop_sequence", where)
-    builder.stop(stop_reason(raw, sequence, category, explanation or None))
+    details, said = optional_object(holder, "stop_details", where) or {}, f"{where}.stop_details"
+    category, explanation = (optional_text(details, k, said) for k in ("category", "explanation"))
+    stop = stop_reason(raw, optional_text(holder, "stop_sequence", where), category)
+    builder.stop(stop.model_copy(update={"explanation": explanation}) if explanation else stop)
 
 
 # Errors ------------------------------------------------------------------------------------
