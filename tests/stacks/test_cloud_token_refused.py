@@ -178,6 +178,10 @@ async def test_a_token_with_the_claims_refused_again_is_an_auth_error_sent_twice
         await adapter.complete(test_azure.ask())
     assert caught.value.claims == CLAIMS and len(peer.requests) == 2
     assert cae_identity.asked == [None, CLAIMS]
+    with pytest.raises(AuthError):  # the refused new token is not kept either
+        await adapter.complete(test_azure.ask())
+    sent = [r.headers["authorization"] for r in peer.requests]
+    assert sent == ["Bearer revoked", "Bearer fresh"] * 2
     await adapter.aclose()
 
 

@@ -222,19 +222,18 @@ async def refused_forgotten(
     AuthError goes on as it is: the refused request is not sent again, unless the 401 asked
     for a token with more claims and ``challenged`` says the next token carries them: then it
     is signed and sent once more (as azure-core's bearer token policy does)."""
-    signed = await sign(request, call)
-    try:
-        async for item in inner(signed, call):
-            yield item
-        return
-    except AuthError as error:
-        if error.provider_status != 401:
-            raise
-        refused(signed)
-        if error.claims is None or challenged is None or not challenged(error):
-            raise
-    async for item in inner(await sign(request, call), call):  # its 401 is refused as it is
-        yield item
+    for again in (True, False):
+        signed = await sign(request, call)
+        try:
+            async for item in inner(signed, call):
+                yield item
+            return
+        except AuthError as error:
+            if error.provider_status != 401:
+                raise
+            refused(signed)
+            if not again or error.claims is None or challenged is None or not challenged(error):
+                raise
 
 
 def bearer_of(request: WireRequest) -> str | None:
