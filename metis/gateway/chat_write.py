@@ -86,7 +86,7 @@ def write_completion(
     message: dict[str, Any] = {
         "role": "assistant",
         "content": "".join(b.text for b in texts) if texts else None,
-        "refusal": None,
+        "refusal": response.stop_reason.explanation,
         "annotations": chat_annotations(texts, "content"),
     }
     thoughts = [b.thinking for b in response.content if isinstance(b, ThinkingBlock)]
@@ -236,7 +236,9 @@ class ChunkStream(BlockWriter):
             self.base.update(_tier_member(item.usage))
         if self.legacy and finish == "tool_calls":
             finish = "function_call"
-        out = self._chunk({}, finish)
+        explained = item.stop_reason.explanation
+        out = self._chunk({"refusal": explained}) if explained else b""
+        out += self._chunk({}, finish)
         if self.include_usage:
             out += data({**self.base, "choices": [], "usage": usage(item.usage)})
         return out + DONE
