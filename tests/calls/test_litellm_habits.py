@@ -1,0 +1,77 @@
+"""What a team moving from LiteLLM writes first, and what metis answers: each habit either
+works or is refused before anything is sent, with an error naming what metis takes instead."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+import metis
+from metis.core.options import UnknownOptionError
+
+MODEL = "anthropic:claude-sonnet-4-5"
+
+
+class City(BaseModel):
+    name: str
+    population: int
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+OPENAI_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {"name": "city", "schema": City.model_json_schema()},
+}
+
+
+@pytest.mark.parametrize("option", ["response_format", "response_model", "result_type"])
+def test_a_type_given_as_another_librarys_structured_output_option_names_output_type(
+    option: str,
+) -> None:
+    """``completion(..., response_format=City)`` ported as it was said 'did you mean
+    output_schema', which refuses a type; ``response_model=`` listed every option but the one."""
+    said = r"did you mean 'output_type'\? \(output_type=City"
+    with pytest.raises(UnknownOptionError, match=said):
+        metis.complete(MODEL, "Hi", **{option: City})  # type: ignore[call-overload]
+    with pytest.raises(UnknownOptionError, match="did you mean 'output_type'"):
+        metis.Session(MODEL).run("Hi", **{option: City})  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize(
+    ("value", "schema"),
+    [(City, "City.model_json_schema()"), (Point, "pydantic.TypeAdapter(Point).json_schema()")],
+)
+def test_a_type_given_where_only_output_schema_is_taken_says_how_to_give_its_schema(
+    value: type, schema: str
+) -> None:
+    for call in (metis.stream, metis.count_tokens):
+        with pytest.raises(UnknownOptionError) as caught:
+            call(MODEL, "Hi", response_format=value)  # type: ignore[call-arg]
+        assert f"here give its JSON schema: output_schema={schema}" in str(caught.value)
+        assert "output_type=, which complete(), acomplete() and Session.run() take" in str(
+            caught.value
+        )
+
+
+@pytest.mark.parametrize("value", [OPENAI_FORMAT, {"type": "json_object"}])
+def test_openais_response_format_dict_says_output_schema_takes_the_schema_inside(
+    value: dict[str, Any],
+) -> None:
+    for call in (metis.complete, metis.stream):
+        with pytest.raises(UnknownOptionError) as caught:
+            call(MODEL, "Hi", response_format=value)  # type: ignore[call-overload]
+        said = str(caught.value)
+        assert "did you mean 'output_schema'? It takes the JSON schema itself" in said
+        assert "response_format['json_schema']['schema']" in said
+
+
+def test_another_value_of_response_format_still_names_the_nearest() -> None:
+    with pytest.raises(UnknownOptionError, match=r"did you mean 'output_schema'\?$"):
+        metis.complete(MODEL, "Hi", response_format={"type": "text"})  # type: ignore[call-overload]
