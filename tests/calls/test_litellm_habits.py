@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pydantic
 import pytest
 from pydantic import BaseModel
 
@@ -75,3 +76,28 @@ def test_openais_response_format_dict_says_output_schema_takes_the_schema_inside
 def test_another_value_of_response_format_still_names_the_nearest() -> None:
     with pytest.raises(UnknownOptionError, match=r"did you mean 'output_schema'\?$"):
         metis.complete(MODEL, "Hi", response_format={"type": "text"})  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [OPENAI_FORMAT, {"type": "json_object"}, {"type": "json_schema", "schema": {}}],
+    ids=["openai", "json_mode", "anthropic"],
+)
+def test_an_apis_response_format_given_as_output_schema_is_refused_naming_the_schema_inside(
+    value: dict[str, Any],
+) -> None:
+    """It was sent as the schema itself: no reply was held to it (the emulator's was a bare
+    string), and nothing said so."""
+    said = r"output_schema: .*is an API's response format, not a JSON schema"
+    with pytest.raises(metis.InvalidRequestError, match=said):
+        metis.complete(MODEL, "Hi", output_schema=value, api_key="k")
+    with pytest.raises(metis.InvalidRequestError, match=said):
+        metis.Session(MODEL, output_schema=value, api_key="k").send("Hi")
+    with pytest.raises(pydantic.ValidationError, match="response_format"):
+        metis.CanonicalRequest(model=MODEL, messages=[], max_output_tokens=1, output_schema=value)
+    assert (
+        metis.CanonicalRequest(
+            model=MODEL, messages=[], max_output_tokens=1, output_schema=City.model_json_schema()
+        ).output_schema
+        == City.model_json_schema()
+    )
