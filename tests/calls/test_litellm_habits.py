@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 import metis
 from metis.core.options import UnknownOptionError
+from metis.testing.emulator import Emulator
 
 MODEL = "anthropic:claude-sonnet-4-5"
 
@@ -101,3 +102,51 @@ def test_an_apis_response_format_given_as_output_schema_is_refused_naming_the_sc
         ).output_schema
         == City.model_json_schema()
     )
+
+
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"18 C in {city}"
+
+
+@pytest.fixture
+def at_emulator(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    return emulator
+
+
+@pytest.mark.usefixtures("at_emulator")
+def test_a_streamed_tool_loop_continues_from_the_streams_last_event() -> None:
+    """LiteLLM's streaming loop ported: the stream's ``message.complete`` was refused by
+    ``run_tools`` ('expected a CanonicalResponse or an assistant Message'), and had no
+    ``.message`` to append, so a streamed agent had to fold its own reply."""
+    history: list[Any] = [{"role": "user", "content": "What's the weather in Paris?"}]
+    printed: list[str] = []
+    for _ in range(2):
+        final = None
+        for event in metis.stream(MODEL, history, tools=[get_weather]):
+            if isinstance(event, metis.TextDelta):
+                printed.append(event.text)
+            elif isinstance(event, metis.MessageComplete):
+                final = event
+        assert final is not None
+        history.append(final.message)
+        if not final.tool_calls:
+            break
+        assert [c.input for c in final.tool_calls] == [{"city": "Paris"}]
+        history.append(metis.run_tools(final, [get_weather]))
+    assert final.text == "".join(printed) and "18 C in Paris" in final.text
+    assert [m.role for m in history[1:]] == ["assistant", "tool", "assistant"]
+
+
+def test_a_cancelled_streams_message_keeps_its_text_not_its_unfinished_tool_calls() -> None:
+    call = metis.ToolUseBlock(id="tu_1", name="get_weather", input={})
+    final = metis.MessageComplete(
+        final_content=[metis.TextBlock(text="Let me look"), call],
+        stop_reason=metis.StopReason(kind=metis.StopKind.CANCELLED, raw="cancelled"),
+        usage=metis.TokenUsage(input_tokens=1, output_tokens=1),
+    )
+    assert final.message.content == [metis.TextBlock(text="Let me look")]
+    assert final.tool_calls == [call] and final.text == "Let me look"
+    assert metis.run_tools(final, [get_weather]).content == []
