@@ -4,6 +4,8 @@ works or is refused before anything is sent, with an error naming what metis tak
 from __future__ import annotations
 
 import dataclasses
+import gc
+import warnings
 from typing import Any
 
 import pydantic
@@ -150,3 +152,44 @@ def test_a_cancelled_streams_message_keeps_its_text_not_its_unfinished_tool_call
     assert final.message.content == [metis.TextBlock(text="Let me look")]
     assert final.tool_calls == [call] and final.text == "Let me look"
     assert metis.run_tools(final, [get_weather]).content == []
+
+
+UNREAD = "dropped before it was read: its call was never sent"
+
+
+def test_a_stream_dropped_unread_warns_that_nothing_was_sent() -> None:
+    """``session.stream("first")`` never iterated, then ``session.send("second")``: the first
+    turn never happened, and nothing said so (a coroutine never awaited warns as much)."""
+    session = metis.Session(MODEL, api_key="k")
+    with pytest.warns(RuntimeWarning, match=UNREAD):
+        session.stream("first")
+        gc.collect()
+    assert session.messages == []
+    with pytest.warns(RuntimeWarning, match=UNREAD):
+        metis.stream(MODEL, "Hi", api_key="k")
+        gc.collect()
+
+
+@pytest.mark.anyio
+async def test_an_async_stream_dropped_unread_warns_and_a_closed_one_does_not() -> None:
+    with pytest.warns(RuntimeWarning, match=UNREAD):
+        metis.astream(MODEL, "Hi", api_key="k")
+        gc.collect()
+    with pytest.warns(RuntimeWarning, match=UNREAD):
+        metis.Session(MODEL, api_key="k").astream("Hi")
+        gc.collect()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        async with metis.astream(MODEL, "Hi", api_key="k"):
+            pass  # closed unread: the caller chose to end it
+        gc.collect()
+
+
+@pytest.mark.usefixtures("at_emulator")
+def test_a_stream_read_to_its_end_or_closed_does_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert list(metis.stream(MODEL, "Hi"))
+        with metis.stream(MODEL, "Hi"):
+            pass
+        gc.collect()
