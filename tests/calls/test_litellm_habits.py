@@ -193,3 +193,21 @@ def test_a_stream_read_to_its_end_or_closed_does_not_warn() -> None:
         with metis.stream(MODEL, "Hi"):
             pass
         gc.collect()
+
+
+def test_a_null_content_as_openai_chat_writes_it_names_the_reader_of_that_form() -> None:
+    """``{"role": "assistant", "content": None}``, as LiteLLM's and OpenAI's replies write an
+    assistant turn, was refused without saying which reader takes it."""
+    messages: list[Any] = [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": None},
+        {"role": "user", "content": "b"},
+    ]
+    said = r"messages\[1\]\.content: expected .* got NoneType None; .*from_openai_chat"
+    with pytest.raises(metis.InvalidRequestError, match=said):
+        metis.complete(MODEL, messages, api_key="k")
+    assert [m.role for m in metis.histories.from_openai_chat(messages)] == [
+        "user",
+        "assistant",
+        "user",
+    ]
