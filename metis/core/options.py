@@ -42,6 +42,7 @@ ALIASES: Mapping[str, str] = {
     "output_model": "output_type",
     "key": "api_key",
     "api_base": "base_url",
+    "extra_body": "provider_options",
     "base": "base_url",
     "reasoning": "thinking",
     "reasoning_effort": "thinking",

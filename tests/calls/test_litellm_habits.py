@@ -211,3 +211,24 @@ def test_a_null_content_as_openai_chat_writes_it_names_the_reader_of_that_form()
         "assistant",
         "user",
     ]
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ("user", "provider_options={'openai': {'user': ...}}, sent to that provider only"),
+        ("metadata", "provider_options={'openai': {'metadata': ...}}"),
+        ("extra_body", "did you mean 'provider_options'?"),
+        ("fallbacks", "a metis.routing.Router of models stands where the model goes"),
+        ("custom_llm_provider", "the provider is the model string's stack"),
+        ("stream_options", "usage included"),
+    ],
+)
+def test_litellms_other_options_say_where_their_value_goes(option: str, said: str) -> None:
+    """``extra_body=`` was told 'did you mean extra_query' (a URL's query, not the body), and
+    ``stream_options=`` 'provider_options'; a provider's own field (``user=``) got the list of
+    options and no word of provider_options, which carries it."""
+    for call in (metis.complete, metis.stream):
+        with pytest.raises(UnknownOptionError) as caught:
+            call(MODEL, "Hi", **{option: "x"})  # type: ignore[call-overload]
+        assert said in str(caught.value)
