@@ -236,7 +236,12 @@ class CanonicalResponse(Canonical):
         (cancelled, or ended by an error) keeps what it said, but not its tool calls: they
         were never finished, so no result may answer them, and the next request stays valid
         for every provider."""
-        content = list(self.content)
-        if self.stop_reason.kind in (StopKind.CANCELLED, StopKind.ERROR):
-            content = [b for b in content if not isinstance(b, ToolUseBlock)]
-        return Message(role=Role.ASSISTANT, content=content)
+        return reply_message(self.content, self.stop_reason)
+
+
+def reply_message(content: list[ContentBlock], stop_reason: StopReason) -> Message:
+    """A reply's content as the next assistant message: a reply cut short (cancelled, or
+    ended by an error) keeps what it said, but not its unfinished tool calls."""
+    if stop_reason.kind in (StopKind.CANCELLED, StopKind.ERROR):
+        content = [b for b in content if not isinstance(b, ToolUseBlock)]
+    return Message(role=Role.ASSISTANT, content=list(content))
