@@ -117,6 +117,13 @@ class ModelPrice(BaseModel):
         """Cache writes; the input rate when the table gives none."""
         return self.input if self.cache_creation is None else self.cache_creation
 
+    @property
+    def cache_creation_1h_rate(self) -> Decimal:
+        """Cache writes kept an hour (``TokenUsage.cache_creation_1h_input_tokens``): twice
+        the input rate, Anthropic's price for them (and Bedrock's for Claude), which no
+        catalog source gives apart; never below the rate of the five-minute writes."""
+        return max(2 * self.input, self.cache_creation_rate)
+
     def for_service_tier(self, tier: TierKind) -> ModelPrice | None:
         """The rates of a call served at ``tier``: each rate it names replaces the base rate,
         and a long-prompt tier's rate of the same kind is changed in the same ratio (a batch

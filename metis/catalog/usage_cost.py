@@ -101,7 +101,7 @@ def price_usage(
         )
         / MILLION,
         Decimal(usage.cached_input_tokens) * rates.cached_input_rate / MILLION,
-        Decimal(usage.cache_creation_input_tokens) * rates.cache_creation_rate / MILLION,
+        _cache_writes(usage, rates) / MILLION,
     )
     tools = server_tools_usd(price, usage) if usage.server_tools or price.requests_per_1k else None
     if tools:  # most calls: none, the default
@@ -119,6 +119,13 @@ def price_usage(
         estimated=usage.estimated,
         **more,
     )
+
+
+def _cache_writes(usage: TokenUsage, rates: ModelPrice) -> Decimal:
+    """The cache writes at their rates: those kept an hour (at most all of them) at theirs."""
+    hour = min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens)
+    five_minutes = usage.cache_creation_input_tokens - hour
+    return five_minutes * rates.cache_creation_rate + hour * rates.cache_creation_1h_rate
 
 
 def server_tools_usd(price: ModelPrice, usage: TokenUsage) -> Decimal:

@@ -90,9 +90,10 @@ def usage(
         "cache_read_input_tokens": tokens.cached_input_tokens,
     }
     if whole:
+        hour = min(tokens.cache_creation_1h_input_tokens, tokens.cache_creation_input_tokens)
         written["cache_creation"] = {
-            "ephemeral_5m_input_tokens": tokens.cache_creation_input_tokens,
-            "ephemeral_1h_input_tokens": 0,
+            "ephemeral_5m_input_tokens": tokens.cache_creation_input_tokens - hour,
+            "ephemeral_1h_input_tokens": hour,
         }
     written["output_tokens"] = tokens.output_tokens
     if tokens.reasoning_tokens:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -96,6 +96,10 @@ class TokenUsage(Canonical):
     service_tier: ServiceTier | None = None
     """The tier the provider says served the call (flex, priority, batch...), None where it
     does not say: ``metis.cost_of`` prices the call at that tier's rates."""
+    cache_creation_1h_input_tokens: int = Field(default=0, ge=0)
+    """The part of ``cache_creation_input_tokens`` written to be kept an hour (Anthropic's
+    ``cache_creation.ephemeral_1h_input_tokens``, Bedrock's ``cacheDetails`` of ttl ``1h``),
+    billed at twice the input rate; the rest were written for the default five minutes."""
 
     @model_serializer(mode="wrap")
     def _extras_only_when_any(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -107,6 +111,8 @@ class TokenUsage(Canonical):
                 data.pop("server_tools", None)
             if self.service_tier is None:
                 data.pop("service_tier", None)
+            if not self.cache_creation_1h_input_tokens:
+                data.pop("cache_creation_1h_input_tokens", None)
         return data
 
     @property
@@ -132,6 +138,8 @@ class TokenUsage(Canonical):
             other_models=tuple(ModelUsage(model=m, usage=u) for m, u in others.items()),
             server_tools=self.server_tools.plus(more.server_tools),
             service_tier=_summed_tier(self, more),
+            cache_creation_1h_input_tokens=self.cache_creation_1h_input_tokens
+            + more.cache_creation_1h_input_tokens,
         )
 
 
@@ -152,6 +160,13 @@ def _counts_nothing(usage: TokenUsage) -> bool:
         or usage.other_models
         or usage.server_tools
     )
+
+
+class UsageDetail(TypedDict, total=False):
+    """What a codec reports of a :class:`TokenUsage` besides its counts and tier, each as
+    the field of the same name (``MessageBuilder.usage``)."""
+
+    cache_creation_1h_input_tokens: int
 
 
 class ModelUsage(Canonical):
