@@ -231,6 +231,8 @@ def cost_of(
         _warn_unpriced(model, found.tier_unpriced)
     if found.fee_unpriced is not None:
         _warn_unpriced(model, found.fee_unpriced, "metis.unpriced_fee")
+    if found.rate_assumed is not None:
+        _warn_unpriced(model, found.rate_assumed, "metis.assumed_rate")
     return with_other_models(found, model, usage, lambda m, u: cost_of(m, u, table, batch=batch))
 
 

@@ -39,6 +39,14 @@ def _got(value: Any) -> dict[str, str]:
 Rate = Annotated[Decimal, BeforeValidator(_rate)]
 
 
+FAST_MODE = Decimal(6)
+"""The multiple of the standard rates a fast-mode call is priced at where the table gives none:
+Anthropic's published multiple for Claude Opus 4.6's fast mode (platform.claude.com, "Fast
+mode" pricing), the highest it has published. No catalog source has fast-mode rates, and later
+models' fast mode is said to cost less (2 times for Opus 4.8), so this is an upper bound:
+``Cost.rate_assumed`` says so."""
+
+
 class PriceTierEntry(BaseModel):
     """Rates that apply to every token of a call whose total input exceeds
     ``above_input_tokens`` (the "cliff" tiers Anthropic and Google price long prompts by).
@@ -89,6 +97,12 @@ class ModelPrice(BaseModel):
     requests_per_1k: Rate | None = None
     """USD per thousand calls: a fee each call of the model costs apart from its tokens
     (Perplexity's Sonar request fee, for the search every call makes)."""
+    fast: Rate | None = None
+    """The multiple of the standard rates a call in fast mode is billed at (``TokenUsage.speed``
+    ``fast``: Anthropic's); None where the table does not say: :data:`FAST_MODE`, assumed."""
+    geo: dict[str, Rate] = {}
+    """The multiple of the rates a call run in a place is billed at, by the place as the reply
+    names it (``TokenUsage.inference_geo``: Anthropic's ``us``, 1.1); 1 for a place not here."""
     tiers: list[PriceTierEntry] = []
     service_tiers: dict[TierKind, ServiceTierRates] = {}
     """The rates of the service tiers billed apart; a call served at one the table has no

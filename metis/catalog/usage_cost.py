@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from metis.catalog.price_rates import ModelPrice
+from metis.catalog.price_rates import FAST_MODE, ModelPrice
 from metis.core.money import USD, USDAmount
 from metis.model.response import TokenUsage
 from metis.model.tier import TierKind
@@ -56,6 +56,10 @@ class Cost(BaseModel):
     """Why a search fee the model bills apart from its tokens is not in ``usd``: the catalog
     has no rate for it (OpenAI's Chat search models' fee per call), or the reply gave no count
     of the searches it is billed by; None when the model bills none or it is counted."""
+    rate_assumed: str | None = None
+    """Which multiple of the rates the price assumes, the table giving none: a fast-mode call
+    (``TokenUsage.speed``) priced at :data:`~metis.catalog.price_rates.FAST_MODE` times the
+    standard rates, an upper bound; None when every rate was the table's."""
 
     @property
     def priced(self) -> bool:
@@ -93,7 +97,7 @@ def price_usage(
             price, more["service_tier"] = at_tier, served
     rates = price.for_input(usage.total_input_tokens)
     reasoning = min(usage.reasoning_tokens, usage.output_tokens)  # the output is what is billed
-    parts = (
+    parts: tuple[Decimal, ...] = (
         Decimal(usage.input_tokens) * rates.input / MILLION,
         (
             Decimal(usage.output_tokens - reasoning) * rates.output
@@ -103,6 +107,9 @@ def price_usage(
         Decimal(usage.cached_input_tokens) * rates.cached_input_rate / MILLION,
         _cache_writes(usage, rates) / MILLION,
     )
+    scale = premium(model_id, price, usage, version, more)
+    if scale != 1:  # fast mode, a place billed apart: every token, not the server tools
+        parts = tuple(part * scale for part in parts)
     tools = server_tools_usd(price, usage) if usage.server_tools or price.requests_per_1k else None
     if tools:  # most calls: none, the default
         more["server_tools_usd"] = money(tools)
@@ -119,6 +126,22 @@ def price_usage(
         estimated=usage.estimated,
         **more,
     )
+
+
+def premium(
+    model_id: str, price: ModelPrice, usage: TokenUsage, version: str, more: dict[str, Any]
+) -> Decimal:
+    """The multiple of the rates ``usage`` is billed at for its speed and place (1: none);
+    notes in ``more`` the ``rate_assumed`` when the table gives no fast-mode multiple."""
+    scale = price.geo.get(usage.inference_geo, Decimal(1)) if usage.inference_geo else Decimal(1)
+    if usage.speed != "fast":
+        return scale
+    if price.fast is None:
+        more["rate_assumed"] = (
+            f"no fast-mode rates for {model_id} (pricing_version {version}); priced at "
+            f"{FAST_MODE} times the standard rates, the highest multiple Anthropic publishes"
+        )
+    return scale * (FAST_MODE if price.fast is None else price.fast)
 
 
 def _cache_writes(usage: TokenUsage, rates: ModelPrice) -> Decimal:

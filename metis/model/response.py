@@ -100,6 +100,14 @@ class TokenUsage(Canonical):
     """The part of ``cache_creation_input_tokens`` written to be kept an hour (Anthropic's
     ``cache_creation.ephemeral_1h_input_tokens``, Bedrock's ``cacheDetails`` of ttl ``1h``),
     billed at twice the input rate; the rest were written for the default five minutes."""
+    speed: str | None = None
+    """The speed the provider says it ran the call at (Anthropic's ``usage.speed``:
+    ``standard`` or ``fast``, its fast mode, billed at a multiple of the standard rates); None
+    where it does not say."""
+    inference_geo: str | None = None
+    """Where the provider says it ran the call (Anthropic's ``usage.inference_geo``: ``us``,
+    ``global``...; US-only inference is billed at 1.1 times the rates from the models released
+    in February 2026); None where it does not say."""
 
     @model_serializer(mode="wrap")
     def _extras_only_when_any(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -111,8 +119,9 @@ class TokenUsage(Canonical):
                 data.pop("server_tools", None)
             if self.service_tier is None:
                 data.pop("service_tier", None)
-            if not self.cache_creation_1h_input_tokens:
-                data.pop("cache_creation_1h_input_tokens", None)
+            for name in ("cache_creation_1h_input_tokens", "speed", "inference_geo"):
+                if not data.get(name):
+                    data.pop(name, None)
         return data
 
     @property
@@ -122,7 +131,7 @@ class TokenUsage(Canonical):
 
     def plus(self, more: TokenUsage) -> TokenUsage:
         """The two usages added up (a session's or a run's total), each other model's
-        counts added to that model's; the tier is kept where both were served at the same."""
+        counts added to that model's; the tier, speed and place are kept where both parts agree."""
         others = {other.model: other.usage for other in self.other_models}
         for other in more.other_models:
             mine = others.get(other.model)
@@ -137,18 +146,21 @@ class TokenUsage(Canonical):
             estimated=self.estimated or more.estimated,
             other_models=tuple(ModelUsage(model=m, usage=u) for m, u in others.items()),
             server_tools=self.server_tools.plus(more.server_tools),
-            service_tier=_summed_tier(self, more),
+            service_tier=_summed(self, more, "service_tier"),
+            speed=_summed(self, more, "speed"),
+            inference_geo=_summed(self, more, "inference_geo"),
             cache_creation_1h_input_tokens=self.cache_creation_1h_input_tokens
             + more.cache_creation_1h_input_tokens,
         )
 
 
-def _summed_tier(one: TokenUsage, other: TokenUsage) -> ServiceTier | None:
-    """The tier of a sum: the parts' where they agree, or where one part counts nothing (a
-    total's start); None where they were served at different tiers."""
-    if one.service_tier == other.service_tier or _counts_nothing(one):
-        return other.service_tier
-    return one.service_tier if _counts_nothing(other) else None
+def _summed(one: TokenUsage, other: TokenUsage, name: str) -> Any:
+    """The tier (speed, place) of a sum: the parts' where they agree, or where one part counts
+    nothing (a total's start); None where they were served at different tiers."""
+    mine, theirs = getattr(one, name), getattr(other, name)
+    if mine == theirs or _counts_nothing(one):
+        return theirs
+    return mine if _counts_nothing(other) else None
 
 
 def _counts_nothing(usage: TokenUsage) -> bool:
@@ -167,6 +179,8 @@ class UsageDetail(TypedDict, total=False):
     the field of the same name (``MessageBuilder.usage``)."""
 
     cache_creation_1h_input_tokens: int
+    speed: str
+    inference_geo: str
 
 
 class ModelUsage(Canonical):
