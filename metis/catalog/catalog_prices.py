@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from metis.catalog.audio_rates import AUDIO_RATES
 from metis.catalog.model_info import ModelInfo
 from metis.catalog.price_rates import ModelPrice, PriceTierEntry, ServiceTierRates
 from metis.model.tier import TierKind
@@ -41,7 +42,7 @@ def priced_entry(info: ModelInfo) -> ModelPrice:
 def catalog_price(info: ModelInfo) -> ModelPrice:
     """``info``'s prices as a :class:`ModelPrice`, its aliases prefixed with its provider."""
     assert info.prices is not None
-    prices = info.prices
+    prices, audio = info.prices, AUDIO_RATES.get(info.key)
     # Built without validation: the catalog's rates are Decimals it has already checked.
     tiers = [
         PriceTierEntry.model_construct(
@@ -77,6 +78,8 @@ def catalog_price(info: ModelInfo) -> ModelPrice:
             },
         },
         geo=GEO_PRICED if _geo_priced(info) else {},
+        input_audio=audio[0] if audio else None,
+        output_audio=audio[1] if audio else None,
         aliases=[f"{info.provider}:{alias}" for alias in info.aliases],
     )
 

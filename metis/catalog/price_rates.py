@@ -97,6 +97,10 @@ class ModelPrice(BaseModel):
     requests_per_1k: Rate | None = None
     """USD per thousand calls: a fee each call of the model costs apart from its tokens
     (Perplexity's Sonar request fee, for the search every call makes)."""
+    input_audio: Rate | None = None
+    """Audio input (``TokenUsage.input_audio_tokens``), where it is priced apart from text."""
+    output_audio: Rate | None = None
+    """Audio output (``TokenUsage.output_audio_tokens``), likewise."""
     fast: Rate | None = None
     """The multiple of the standard rates a call in fast mode is billed at (``TokenUsage.speed``
     ``fast``: Anthropic's); None where the table does not say: :data:`FAST_MODE`, assumed."""

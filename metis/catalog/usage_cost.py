@@ -57,9 +57,10 @@ class Cost(BaseModel):
     has no rate for it (OpenAI's Chat search models' fee per call), or the reply gave no count
     of the searches it is billed by; None when the model bills none or it is counted."""
     rate_assumed: str | None = None
-    """Which multiple of the rates the price assumes, the table giving none: a fast-mode call
+    """Which rates the price assumes, the table giving none: a fast-mode call
     (``TokenUsage.speed``) priced at :data:`~metis.catalog.price_rates.FAST_MODE` times the
-    standard rates, an upper bound; None when every rate was the table's."""
+    standard rates, an upper bound; audio (``TokenUsage.input_audio_tokens``...) of a model
+    with no audio rate priced as text; None when every rate was the table's."""
 
     @property
     def priced(self) -> bool:
@@ -107,6 +108,9 @@ def price_usage(
         Decimal(usage.cached_input_tokens) * rates.cached_input_rate / MILLION,
         _cache_writes(usage, rates) / MILLION,
     )
+    heard, spoken = audio_usd(model_id, rates, usage, version, more)
+    if heard or spoken:
+        parts = (parts[0] + heard, parts[1] + spoken, *parts[2:])
     scale = premium(model_id, price, usage, version, more)
     if scale != 1:  # fast mode, a place billed apart: every token, not the server tools
         parts = tuple(part * scale for part in parts)
@@ -137,11 +141,45 @@ def premium(
     if usage.speed != "fast":
         return scale
     if price.fast is None:
-        more["rate_assumed"] = (
+        assumed(
+            more,
             f"no fast-mode rates for {model_id} (pricing_version {version}); priced at "
-            f"{FAST_MODE} times the standard rates, the highest multiple Anthropic publishes"
+            f"{FAST_MODE} times the standard rates, the highest multiple Anthropic publishes",
         )
     return scale * (FAST_MODE if price.fast is None else price.fast)
+
+
+def audio_usd(
+    model_id: str, rates: ModelPrice, usage: TokenUsage, version: str, more: dict[str, Any]
+) -> tuple[Decimal, Decimal]:
+    """What the audio of ``usage`` costs above its price as text, input and output, per
+    million: the audio input taken as uncached first (the higher price: the counts do not say
+    which part of it was read from the cache), at most all the uncached input. Where the
+    table has no audio rate, the audio is priced as text and ``rate_assumed`` says so."""
+    heard = min(usage.input_audio_tokens, usage.input_tokens)
+    spoken = min(usage.output_audio_tokens, usage.output_tokens)
+    missing = [
+        kind
+        for kind, count, rate in (
+            ("input", heard, rates.input_audio),
+            ("output", spoken, rates.output_audio),
+        )
+        if count and rate is None
+    ]
+    if missing:
+        assumed(
+            more,
+            f"no audio {' or '.join(missing)} rate for {model_id} (pricing_version {version}); "
+            "its audio priced as text",
+        )
+    extra_in = heard * (rates.input_audio - rates.input) if heard and rates.input_audio else 0
+    extra_out = spoken * (rates.output_audio - rates.output) if spoken and rates.output_audio else 0
+    return Decimal(extra_in) / MILLION, Decimal(extra_out) / MILLION
+
+
+def assumed(more: dict[str, Any], why: str) -> None:
+    """Note in ``more`` one more rate the price assumed (``Cost.rate_assumed``)."""
+    more["rate_assumed"] = f"{more['rate_assumed']}; {why}" if "rate_assumed" in more else why
 
 
 def _cache_writes(usage: TokenUsage, rates: ModelPrice) -> Decimal:

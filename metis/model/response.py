@@ -108,6 +108,13 @@ class TokenUsage(Canonical):
     """Where the provider says it ran the call (Anthropic's ``usage.inference_geo``: ``us``,
     ``global``...; US-only inference is billed at 1.1 times the rates from the models released
     in February 2026); None where it does not say."""
+    input_audio_tokens: int = Field(default=0, ge=0)
+    """The part of the total input that was audio (OpenAI's ``prompt_tokens_details.
+    audio_tokens``, Gemini's ``promptTokensDetails`` of modality ``AUDIO``), cached or not,
+    where the provider counts it: priced at the model's audio rate where it has one."""
+    output_audio_tokens: int = Field(default=0, ge=0)
+    """The part of ``output_tokens`` that was audio (OpenAI's ``completion_tokens_details.
+    audio_tokens``, Gemini's ``candidatesTokensDetails`` of modality ``AUDIO``), likewise."""
 
     @model_serializer(mode="wrap")
     def _extras_only_when_any(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -119,7 +126,7 @@ class TokenUsage(Canonical):
                 data.pop("server_tools", None)
             if self.service_tier is None:
                 data.pop("service_tier", None)
-            for name in ("cache_creation_1h_input_tokens", "speed", "inference_geo"):
+            for name in DETAIL:
                 if not data.get(name):
                     data.pop(name, None)
         return data
@@ -151,6 +158,8 @@ class TokenUsage(Canonical):
             inference_geo=_summed(self, more, "inference_geo"),
             cache_creation_1h_input_tokens=self.cache_creation_1h_input_tokens
             + more.cache_creation_1h_input_tokens,
+            input_audio_tokens=self.input_audio_tokens + more.input_audio_tokens,
+            output_audio_tokens=self.output_audio_tokens + more.output_audio_tokens,
         )
 
 
@@ -181,6 +190,12 @@ class UsageDetail(TypedDict, total=False):
     cache_creation_1h_input_tokens: int
     speed: str
     inference_geo: str
+    input_audio_tokens: int
+    output_audio_tokens: int
+
+
+DETAIL = tuple(UsageDetail.__annotations__)
+"""The fields a usage dumps only when they say something (not 0, not None)."""
 
 
 class ModelUsage(Canonical):
