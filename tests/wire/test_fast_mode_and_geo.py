@@ -18,6 +18,7 @@ from metis.gateway.anthropic_write import usage as written
 from metis.gateway.keys import price
 from metis.model.response import TokenUsage
 from metis.wire.anthropic import codec as anthropic
+from tests.wire.test_advisor_usage import RECORDING, SONNET, final_usage, recorded_events
 from tests.wire.test_cache_write_ttl import anthropic_stream
 from tests.wire.test_service_tier import anthropic_message, streamed, whole
 
@@ -87,3 +88,13 @@ def test_the_gateway_writes_speed_and_place_back_where_known() -> None:
     assert {k: written(CALL.model_copy(update=RAN), True)[k] for k in RAN} == RAN
     assert not {"speed", "inference_geo"} & set(written(CALL, True))
     assert "speed" not in written(CALL.model_copy(update=RAN))  # message_delta: not there
+
+
+@pytest.mark.skipif(not RECORDING.exists(), reason="the real traffic is not here")
+def test_a_recorded_global_place_is_read_and_priced_as_the_standard_rates() -> None:
+    usage = final_usage(recorded_events())  # message_start's usage says inference_geo global
+    assert (usage.inference_geo, usage.speed) == ("global", None)
+    anywhere = usage.model_copy(update={"inference_geo": None})
+    assert cost_of(SONNET, usage).usd == cost_of(SONNET, anywhere).usd
+    us = cost_of(SONNET, usage.model_copy(update={"inference_geo": "us"}))
+    assert us.usd > cost_of(SONNET, anywhere).usd  # a model with no release date: the newest
