@@ -106,13 +106,18 @@ def price_usage(
         )
         / MILLION,
         Decimal(usage.cached_input_tokens) * rates.cached_input_rate / MILLION,
-        _cache_writes(usage, rates) / MILLION,
+        (
+            _cache_writes(usage, rates)
+            if usage.cache_creation_1h_input_tokens
+            else usage.cache_creation_input_tokens * rates.cache_creation_rate
+        )
+        / MILLION,
     )
-    heard, spoken = audio_usd(model_id, rates, usage, version, more)
-    if heard or spoken:
+    if usage.input_audio_tokens or usage.output_audio_tokens:  # most calls: none
+        heard, spoken = audio_usd(model_id, rates, usage, version, more)
         parts = (parts[0] + heard, parts[1] + spoken, *parts[2:])
-    scale = premium(model_id, price, usage, version, more)
-    if scale != 1:  # fast mode, a place billed apart: every token, not the server tools
+    if usage.speed or usage.inference_geo:  # fast mode, a place billed apart: every token
+        scale = premium(model_id, price, usage, version, more)
         parts = tuple(part * scale for part in parts)
     tools = server_tools_usd(price, usage) if usage.server_tools or price.requests_per_1k else None
     if tools:  # most calls: none, the default
