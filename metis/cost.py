@@ -14,12 +14,15 @@ floats), each amount rounded half-up to 1e-8 USD (:class:`~metis.core.money.USD`
 
 The formula (docs/contract.md §5; :class:`TokenUsage`'s ``input_tokens`` is uncached input)::
 
-    usd = (input * input_rate + output * output_rate
-           + cached_input * cached_input_rate + cache_creation * cache_creation_rate) / 1e6
+    usd = (input * input_rate + output * output_rate + cached_input * cached_input_rate
+           + (cache_creation - cache_creation_1h) * cache_creation_rate
+           + cache_creation_1h * cache_creation_1h_rate) / 1e6
         + (web_searches * web_search_per_1k + file_searches * file_search_per_1k) / 1e3
 
-where the reasoning part of the output (``usage.reasoning_tokens``, at most all of it) is at
-the reasoning rate when the table gives one (the output rate otherwise). What the call spent on
+where the cache writes kept an hour (``usage.cache_creation_1h_input_tokens``) are at twice
+the input rate, never below the five-minute rate, and the reasoning part of the output
+(``usage.reasoning_tokens``, at most all of it) is at the reasoning rate when the table gives
+one (the output rate otherwise). What the call spent on
 other models (``usage.other_models``: Anthropic's advisor) is priced at each one's own rates,
 found under the call's provider, and added (``Cost.other_models`` lists each). The requests of
 the provider's own tools (``usage.server_tools``) are ``Cost.server_tools_usd``, at the model's
@@ -228,6 +231,8 @@ def cost_of(
         _warn_unpriced(model, found.tier_unpriced)
     if found.fee_unpriced is not None:
         _warn_unpriced(model, found.fee_unpriced, "metis.unpriced_fee")
+    if found.rate_assumed is not None:
+        _warn_unpriced(model, found.rate_assumed, "metis.assumed_rate")
     return with_other_models(found, model, usage, lambda m, u: cost_of(m, u, table, batch=batch))
 
 

@@ -3,6 +3,9 @@ catalog model with it, and builds the catalog's whole table from it)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
+from metis.catalog.audio_rates import AUDIO_RATES
 from metis.catalog.model_info import ModelInfo
 from metis.catalog.price_rates import ModelPrice, PriceTierEntry, ServiceTierRates
 from metis.model.tier import TierKind
@@ -39,7 +42,7 @@ def priced_entry(info: ModelInfo) -> ModelPrice:
 def catalog_price(info: ModelInfo) -> ModelPrice:
     """``info``'s prices as a :class:`ModelPrice`, its aliases prefixed with its provider."""
     assert info.prices is not None
-    prices = info.prices
+    prices, audio = info.prices, AUDIO_RATES.get(info.key)
     # Built without validation: the catalog's rates are Decimals it has already checked.
     tiers = [
         PriceTierEntry.model_construct(
@@ -74,5 +77,20 @@ def catalog_price(info: ModelInfo) -> ModelPrice:
                 if t.tier in _KNOWN  # a tier a later metis knows is priced by a later metis
             },
         },
+        geo=GEO_PRICED if _geo_priced(info) else {},
+        input_audio=audio[0] if audio else None,
+        output_audio=audio[1] if audio else None,
         aliases=[f"{info.provider}:{alias}" for alias in info.aliases],
     )
+
+
+GEO_PRICED = {"us": Decimal("1.1")}
+"""Anthropic's price for US-only inference (``inference_geo: us``): 1.1 times every rate, for
+the models released from February 2026 (Claude Opus 4.6 on; platform.claude.com pricing, "Data
+residency"); the catalog's sources have no such rate."""
+
+
+def _geo_priced(info: ModelInfo) -> bool:
+    """Whether ``info`` bills US-only inference apart: Anthropic's models released from
+    February 2026, and those the catalog has no release date for (its newest)."""
+    return info.provider == "anthropic" and (info.released or "9999") >= "2026-02"

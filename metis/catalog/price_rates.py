@@ -39,6 +39,14 @@ def _got(value: Any) -> dict[str, str]:
 Rate = Annotated[Decimal, BeforeValidator(_rate)]
 
 
+FAST_MODE = Decimal(6)
+"""The multiple of the standard rates a fast-mode call is priced at where the table gives none:
+Anthropic's published multiple for Claude Opus 4.6's fast mode (platform.claude.com, "Fast
+mode" pricing), the highest it has published. No catalog source has fast-mode rates, and later
+models' fast mode is said to cost less (2 times for Opus 4.8), so this is an upper bound:
+``Cost.rate_assumed`` says so."""
+
+
 class PriceTierEntry(BaseModel):
     """Rates that apply to every token of a call whose total input exceeds
     ``above_input_tokens`` (the "cliff" tiers Anthropic and Google price long prompts by).
@@ -89,6 +97,16 @@ class ModelPrice(BaseModel):
     requests_per_1k: Rate | None = None
     """USD per thousand calls: a fee each call of the model costs apart from its tokens
     (Perplexity's Sonar request fee, for the search every call makes)."""
+    input_audio: Rate | None = None
+    """Audio input (``TokenUsage.input_audio_tokens``), where it is priced apart from text."""
+    output_audio: Rate | None = None
+    """Audio output (``TokenUsage.output_audio_tokens``), likewise."""
+    fast: Rate | None = None
+    """The multiple of the standard rates a call in fast mode is billed at (``TokenUsage.speed``
+    ``fast``: Anthropic's); None where the table does not say: :data:`FAST_MODE`, assumed."""
+    geo: dict[str, Rate] = {}
+    """The multiple of the rates a call run in a place is billed at, by the place as the reply
+    names it (``TokenUsage.inference_geo``: Anthropic's ``us``, 1.1); 1 for a place not here."""
     tiers: list[PriceTierEntry] = []
     service_tiers: dict[TierKind, ServiceTierRates] = {}
     """The rates of the service tiers billed apart; a call served at one the table has no
@@ -116,6 +134,13 @@ class ModelPrice(BaseModel):
     def cache_creation_rate(self) -> Decimal:
         """Cache writes; the input rate when the table gives none."""
         return self.input if self.cache_creation is None else self.cache_creation
+
+    @property
+    def cache_creation_1h_rate(self) -> Decimal:
+        """Cache writes kept an hour (``TokenUsage.cache_creation_1h_input_tokens``): twice
+        the input rate, Anthropic's price for them (and Bedrock's for Claude), which no
+        catalog source gives apart; never below the rate of the five-minute writes."""
+        return max(2 * self.input, self.cache_creation_rate)
 
     def for_service_tier(self, tier: TierKind) -> ModelPrice | None:
         """The rates of a call served at ``tier``: each rate it names replaces the base rate,

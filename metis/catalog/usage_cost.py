@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from metis.catalog.price_rates import ModelPrice
+from metis.catalog.price_rates import FAST_MODE, ModelPrice
 from metis.core.money import USD, USDAmount
 from metis.model.response import TokenUsage
 from metis.model.tier import TierKind
@@ -56,6 +56,11 @@ class Cost(BaseModel):
     """Why a search fee the model bills apart from its tokens is not in ``usd``: the catalog
     has no rate for it (OpenAI's Chat search models' fee per call), or the reply gave no count
     of the searches it is billed by; None when the model bills none or it is counted."""
+    rate_assumed: str | None = None
+    """Which rates the price assumes, the table giving none: a fast-mode call
+    (``TokenUsage.speed``) priced at :data:`~metis.catalog.price_rates.FAST_MODE` times the
+    standard rates, an upper bound; audio (``TokenUsage.input_audio_tokens``...) of a model
+    with no audio rate priced as text; None when every rate was the table's."""
 
     @property
     def priced(self) -> bool:
@@ -93,7 +98,7 @@ def price_usage(
             price, more["service_tier"] = at_tier, served
     rates = price.for_input(usage.total_input_tokens)
     reasoning = min(usage.reasoning_tokens, usage.output_tokens)  # the output is what is billed
-    parts = (
+    parts: tuple[Decimal, ...] = (
         Decimal(usage.input_tokens) * rates.input / MILLION,
         (
             Decimal(usage.output_tokens - reasoning) * rates.output
@@ -101,8 +106,19 @@ def price_usage(
         )
         / MILLION,
         Decimal(usage.cached_input_tokens) * rates.cached_input_rate / MILLION,
-        Decimal(usage.cache_creation_input_tokens) * rates.cache_creation_rate / MILLION,
+        (
+            _cache_writes(usage, rates)
+            if usage.cache_creation_1h_input_tokens
+            else usage.cache_creation_input_tokens * rates.cache_creation_rate
+        )
+        / MILLION,
     )
+    if usage.input_audio_tokens or usage.output_audio_tokens:  # most calls: none
+        heard, spoken = audio_usd(model_id, rates, usage, version, more)
+        parts = (parts[0] + heard, parts[1] + spoken, *parts[2:])
+    if usage.speed or usage.inference_geo:  # fast mode, a place billed apart: every token
+        scale = premium(model_id, price, usage, version, more)
+        parts = tuple(part * scale for part in parts)
     tools = server_tools_usd(price, usage) if usage.server_tools or price.requests_per_1k else None
     if tools:  # most calls: none, the default
         more["server_tools_usd"] = money(tools)
@@ -119,6 +135,63 @@ def price_usage(
         estimated=usage.estimated,
         **more,
     )
+
+
+def premium(
+    model_id: str, price: ModelPrice, usage: TokenUsage, version: str, more: dict[str, Any]
+) -> Decimal:
+    """The multiple of the rates ``usage`` is billed at for its speed and place (1: none);
+    notes in ``more`` the ``rate_assumed`` when the table gives no fast-mode multiple."""
+    scale = price.geo.get(usage.inference_geo, Decimal(1)) if usage.inference_geo else Decimal(1)
+    if usage.speed != "fast":
+        return scale
+    if price.fast is None:
+        assumed(
+            more,
+            f"no fast-mode rates for {model_id} (pricing_version {version}); priced at "
+            f"{FAST_MODE} times the standard rates, the highest multiple Anthropic publishes",
+        )
+    return scale * (FAST_MODE if price.fast is None else price.fast)
+
+
+def audio_usd(
+    model_id: str, rates: ModelPrice, usage: TokenUsage, version: str, more: dict[str, Any]
+) -> tuple[Decimal, Decimal]:
+    """What the audio of ``usage`` costs above its price as text, input and output, per
+    million: the audio input taken as uncached first (the higher price: the counts do not say
+    which part of it was read from the cache), at most all the uncached input. Where the
+    table has no audio rate, the audio is priced as text and ``rate_assumed`` says so."""
+    heard = min(usage.input_audio_tokens, usage.input_tokens)
+    spoken = min(usage.output_audio_tokens, usage.output_tokens)
+    missing = [
+        kind
+        for kind, count, rate in (
+            ("input", heard, rates.input_audio),
+            ("output", spoken, rates.output_audio),
+        )
+        if count and rate is None
+    ]
+    if missing:
+        assumed(
+            more,
+            f"no audio {' or '.join(missing)} rate for {model_id} (pricing_version {version}); "
+            "its audio priced as text",
+        )
+    extra_in = heard * (rates.input_audio - rates.input) if heard and rates.input_audio else 0
+    extra_out = spoken * (rates.output_audio - rates.output) if spoken and rates.output_audio else 0
+    return Decimal(extra_in) / MILLION, Decimal(extra_out) / MILLION
+
+
+def assumed(more: dict[str, Any], why: str) -> None:
+    """Note in ``more`` one more rate the price assumed (``Cost.rate_assumed``)."""
+    more["rate_assumed"] = f"{more['rate_assumed']}; {why}" if "rate_assumed" in more else why
+
+
+def _cache_writes(usage: TokenUsage, rates: ModelPrice) -> Decimal:
+    """The cache writes at their rates: those kept an hour (at most all of them) at theirs."""
+    hour = min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens)
+    five_minutes = usage.cache_creation_input_tokens - hour
+    return five_minutes * rates.cache_creation_rate + hour * rates.cache_creation_1h_rate
 
 
 def server_tools_usd(price: ModelPrice, usage: TokenUsage) -> Decimal:

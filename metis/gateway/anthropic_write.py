@@ -57,6 +57,8 @@ USAGE_ORDER = (
     "output_tokens_details",
     "server_tool_use",
     "service_tier",
+    "inference_geo",
+    "speed",
 )
 """Where the API puts each usage field; a field it adds later (``iterations``) goes last."""
 DELTA_HEAD = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":'
@@ -78,8 +80,9 @@ def usage(
     tokens: TokenUsage, whole: bool = False, more: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """The usage object. ``whole``: as the message (and ``message_start``) carry it, with the
-    cache writes by lifetime and the service tier; ``output_tokens_details.thinking_tokens``
-    when the model said how many of its output tokens were thinking. ``more``: what the API
+    cache writes by lifetime, the service tier, and where and how fast the call ran when the
+    provider said it; ``output_tokens_details.thinking_tokens`` when the model said how many
+    of its output tokens were thinking. ``more``: what the API
     reports that the canonical counts do not hold (a compacted call's ``iterations``), each
     in its place. A reply that spent tokens on other models (Anthropic's advisor) lists them
     in ``iterations``, and one whose provider's own tools searched or fetched, the count of
@@ -90,9 +93,10 @@ def usage(
         "cache_read_input_tokens": tokens.cached_input_tokens,
     }
     if whole:
+        hour = min(tokens.cache_creation_1h_input_tokens, tokens.cache_creation_input_tokens)
         written["cache_creation"] = {
-            "ephemeral_5m_input_tokens": tokens.cache_creation_input_tokens,
-            "ephemeral_1h_input_tokens": 0,
+            "ephemeral_5m_input_tokens": tokens.cache_creation_input_tokens - hour,
+            "ephemeral_1h_input_tokens": hour,
         }
     written["output_tokens"] = tokens.output_tokens
     if tokens.reasoning_tokens:
@@ -104,6 +108,8 @@ def usage(
         }
     if whole:
         written["service_tier"] = _tier(tokens)
+        ran = {"inference_geo": tokens.inference_geo, "speed": tokens.speed}
+        written.update((name, said) for name, said in ran.items() if said is not None)
     if tokens.other_models and not (more and "iterations" in more):
         more = {**(more or {}), "iterations": _passes(tokens)}
     if not more:

@@ -35,9 +35,13 @@ FINISH = {
 
 
 def usage(tokens: TokenUsage) -> dict[str, Any]:
-    """The usage object; the cache writes (``cache_write_tokens``) when there were any."""
+    """The usage object; the cache writes (``cache_write_tokens``) when there were any, and
+    the audio parts of the prompt and the completion."""
     prompt = tokens.total_input_tokens
-    details: dict[str, Any] = {"cached_tokens": tokens.cached_input_tokens, "audio_tokens": 0}
+    details: dict[str, Any] = {
+        "cached_tokens": tokens.cached_input_tokens,
+        "audio_tokens": tokens.input_audio_tokens,
+    }
     if tokens.cache_creation_input_tokens:
         details["cache_write_tokens"] = tokens.cache_creation_input_tokens
     return {
@@ -47,7 +51,7 @@ def usage(tokens: TokenUsage) -> dict[str, Any]:
         "prompt_tokens_details": details,
         "completion_tokens_details": {
             "reasoning_tokens": tokens.reasoning_tokens,
-            "audio_tokens": 0,
+            "audio_tokens": tokens.output_audio_tokens,
             "accepted_prediction_tokens": 0,
             "rejected_prediction_tokens": 0,
         },

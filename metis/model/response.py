@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -102,6 +102,25 @@ class TokenUsage(Canonical):
     service_tier: ServiceTier | None = None
     """The tier the provider says served the call (flex, priority, batch...), None where it
     does not say: ``metis.cost_of`` prices the call at that tier's rates."""
+    cache_creation_1h_input_tokens: int = Field(default=0, ge=0)
+    """The part of ``cache_creation_input_tokens`` written to be kept an hour (Anthropic's
+    ``cache_creation.ephemeral_1h_input_tokens``, Bedrock's ``cacheDetails`` of ttl ``1h``),
+    billed at twice the input rate; the rest were written for the default five minutes."""
+    speed: str | None = None
+    """The speed the provider says it ran the call at (Anthropic's ``usage.speed``:
+    ``standard`` or ``fast``, its fast mode, billed at a multiple of the standard rates); None
+    where it does not say."""
+    inference_geo: str | None = None
+    """Where the provider says it ran the call (Anthropic's ``usage.inference_geo``: ``us``,
+    ``global``...; US-only inference is billed at 1.1 times the rates from the models released
+    in February 2026); None where it does not say."""
+    input_audio_tokens: int = Field(default=0, ge=0)
+    """The part of the total input that was audio (OpenAI's ``prompt_tokens_details.
+    audio_tokens``, Gemini's ``promptTokensDetails`` of modality ``AUDIO``), cached or not,
+    where the provider counts it: priced at the model's audio rate where it has one."""
+    output_audio_tokens: int = Field(default=0, ge=0)
+    """The part of ``output_tokens`` that was audio (OpenAI's ``completion_tokens_details.
+    audio_tokens``, Gemini's ``candidatesTokensDetails`` of modality ``AUDIO``), likewise."""
 
     @model_serializer(mode="wrap")
     def _extras_only_when_any(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -113,6 +132,9 @@ class TokenUsage(Canonical):
                 data.pop("server_tools", None)
             if self.service_tier is None:
                 data.pop("service_tier", None)
+            for name in DETAIL:
+                if not data.get(name):
+                    data.pop(name, None)
         return data
 
     @property
@@ -122,7 +144,7 @@ class TokenUsage(Canonical):
 
     def plus(self, more: TokenUsage) -> TokenUsage:
         """The two usages added up (a session's or a run's total), each other model's
-        counts added to that model's; the tier is kept where both were served at the same."""
+        counts added to that model's; the tier, speed and place are kept where both parts agree."""
         others = {other.model: other.usage for other in self.other_models}
         for other in more.other_models:
             mine = others.get(other.model)
@@ -137,16 +159,23 @@ class TokenUsage(Canonical):
             estimated=self.estimated or more.estimated,
             other_models=tuple(ModelUsage(model=m, usage=u) for m, u in others.items()),
             server_tools=self.server_tools.plus(more.server_tools),
-            service_tier=_summed_tier(self, more),
+            service_tier=_summed(self, more, "service_tier"),
+            speed=_summed(self, more, "speed"),
+            inference_geo=_summed(self, more, "inference_geo"),
+            cache_creation_1h_input_tokens=self.cache_creation_1h_input_tokens
+            + more.cache_creation_1h_input_tokens,
+            input_audio_tokens=self.input_audio_tokens + more.input_audio_tokens,
+            output_audio_tokens=self.output_audio_tokens + more.output_audio_tokens,
         )
 
 
-def _summed_tier(one: TokenUsage, other: TokenUsage) -> ServiceTier | None:
-    """The tier of a sum: the parts' where they agree, or where one part counts nothing (a
-    total's start); None where they were served at different tiers."""
-    if one.service_tier == other.service_tier or _counts_nothing(one):
-        return other.service_tier
-    return one.service_tier if _counts_nothing(other) else None
+def _summed(one: TokenUsage, other: TokenUsage, name: str) -> Any:
+    """The tier (speed, place) of a sum: the parts' where they agree, or where one part counts
+    nothing (a total's start); None where they were served at different tiers."""
+    mine, theirs = getattr(one, name), getattr(other, name)
+    if mine == theirs or _counts_nothing(one):
+        return theirs
+    return mine if _counts_nothing(other) else None
 
 
 def _counts_nothing(usage: TokenUsage) -> bool:
@@ -158,6 +187,21 @@ def _counts_nothing(usage: TokenUsage) -> bool:
         or usage.other_models
         or usage.server_tools
     )
+
+
+class UsageDetail(TypedDict, total=False):
+    """What a codec reports of a :class:`TokenUsage` besides its counts and tier, each as
+    the field of the same name (``MessageBuilder.usage``)."""
+
+    cache_creation_1h_input_tokens: int
+    speed: str
+    inference_geo: str
+    input_audio_tokens: int
+    output_audio_tokens: int
+
+
+DETAIL = tuple(UsageDetail.__annotations__)
+"""The fields a usage dumps only when they say something (not 0, not None)."""
 
 
 class ModelUsage(Canonical):

@@ -2,9 +2,8 @@
 
 Every codec's parser drives one ``MessageBuilder`` per call: it names provider blocks by a key
 of its own (Anthropic's block index, OpenAI's tool-call index) and the builder assigns the
-canonical ``content_block_index``, keeps every stream invariant of docs/contract.md §2, and at the
-end assembles ``final_content`` from what it kept. Text is kept as a list of fragments and
-joined once, so cost grows linearly with the stream.
+canonical ``content_block_index``, keeps every stream invariant of docs/contract.md §2, and at
+the end assembles ``final_content`` from what it kept, text joined once from its fragments.
 
 The caller pulls, as with h11: the builder's methods record the events they make, and
 :meth:`MessageBuilder.take` hands out those made since the last take. A parser's ``feed``
@@ -19,7 +18,7 @@ text in ``provider_raw``) for the reader to report.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from metis.catalog.token_profile import CHARS_PER_TOKEN
 from metis.model.content import ContentBlock
@@ -33,7 +32,8 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
-from metis.model.response import ModelUsage, ServerToolRequests, StopKind, StopReason, TokenUsage
+from metis.model.response import ModelUsage, ServerToolRequests, StopReason, TokenUsage, UsageDetail
+from metis.model.stop import StopKind
 from metis.model.tier import ServiceTier
 from metis.wire.blocks import OPAQUE, REDACTED, TEXT, THINKING, TOOL, Block, final_content, unsaid
 from metis.wire.builder_whole import WholeBlocks
@@ -82,8 +82,7 @@ class MessageBuilder(WholeBlocks):
         self.warn = warn
         self._estimate_input_tokens = estimate_input_tokens
         self._events: list[StreamEvent] = []
-        self.started = False
-        self.completed = False
+        self.started = self.completed = False
         self.message_id: str | None = None
         self.reported_model: str | None = None
         self.stop_reason: StopReason | None = None
@@ -92,7 +91,7 @@ class MessageBuilder(WholeBlocks):
         """The output count reported so far is a placeholder (Anthropic's ``message_start``
         says 1); if the message ends before the real count, it is estimated from what arrived."""
         self._usage = [0, 0, 0, 0, 0]
-        self._extras: dict[str, Any] = {}  # TokenUsage.other_models, .server_tools, .service_tier
+        self._extras: dict[str, Any] = {}  # TokenUsage.other_models, .server_tools... UsageDetail
         self._blocks: list[Block] = []
         self._by_key: dict[Hashable, Block] = {}
         self._open_tool: Block | None = None
@@ -129,11 +128,12 @@ class MessageBuilder(WholeBlocks):
         other_models: tuple[ModelUsage, ...] | None = None,
         server_tools: ServerToolRequests | None = None,
         service_tier: ServiceTier | None = None,
+        **detail: Unpack[UsageDetail],
     ) -> None:
         """Record counts the provider reported (``None`` leaves one as it was; one not a whole
         number from 0 to ``MAX_TOKEN_COUNT`` is a ProtocolError), each as TokenUsage's field."""
-        extras = zip(_USAGE_FIELDS[6:], (other_models, server_tools, service_tier), strict=True)
-        self._extras.update((key, value) for key, value in extras if value is not None)
+        extras = zip(_USAGE_FIELDS[6:9], (other_models, server_tools, service_tier), strict=True)
+        self._extras.update(((k, v) for k, v in extras if v is not None), **detail)
         counts = (input_tokens, output_tokens, cached_input_tokens, cache_creation_input_tokens)
         for i, value in enumerate((*counts, reasoning_tokens)):
             if value is not None and not self.usage_unknown:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 from metis.errors import ProtocolError
+from metis.model.response import UsageDetail
 
 log = logging.getLogger("metis")
 
@@ -222,3 +223,32 @@ def split_input(total: int, cached: int, written: int) -> tuple[int, int, int]:
     cached = min(cached, total)
     written = min(written, total - cached)
     return total - cached - written, cached, written
+
+
+def audio_counts(inputs: dict[str, Any], outputs: dict[str, Any], provider: str) -> UsageDetail:
+    """The ``audio_tokens`` of OpenAI's input and output details, where they are said."""
+    found, said = UsageDetail(), "audio_tokens"
+    if inputs.get(said) is not None:
+        found["input_audio_tokens"] = token_count(inputs[said], said, provider)
+    if outputs.get(said) is not None:
+        found["output_audio_tokens"] = token_count(outputs[said], said, provider)
+    return found
+
+
+def modality_audio(usage: dict[str, Any], keys: tuple[str, str], provider: str) -> UsageDetail:
+    """The ``AUDIO`` entries of the lists of counts by modality at ``keys`` (input, output:
+    Gemini's ``promptTokensDetails`` and ``candidatesTokensDetails``), where they are said."""
+    found = UsageDetail()
+    for key in keys:
+        if usage.get(key) is None:
+            continue
+        audio = 0
+        for entry in list_value(usage[key], f"usage.{key}"):
+            entry = object_value(entry, f"usage.{key}[]")
+            if entry.get("modality") == "AUDIO":
+                audio += token_count(entry.get("tokenCount") or 0, f"{key}[].tokenCount", provider)
+        if key == keys[0]:
+            found["input_audio_tokens"] = audio
+        else:
+            found["output_audio_tokens"] = audio
+    return found

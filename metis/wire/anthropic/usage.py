@@ -15,17 +15,28 @@ billed at that model's rates, so they are kept apart, per model, as the usage's
 
 ``usage.server_tool_use`` counts the requests Anthropic's own tools made (``web_search_requests``,
 ``web_fetch_requests``), billed per request: kept as the usage's ``server_tools``;
-``usage.service_tier`` (``standard``, ``priority``, ``batch``) as its ``service_tier``.
+``usage.service_tier`` (``standard``, ``priority``, ``batch``) as its ``service_tier``;
+``usage.cache_creation.ephemeral_1h_input_tokens``, the cache writes kept an hour (billed at
+twice the input rate), as its ``cache_creation_1h_input_tokens``; ``usage.speed`` (``fast``:
+fast mode) and ``usage.inference_geo`` (``us``: US-only inference), each billed at a multiple
+of the rates, as its ``speed`` and ``inference_geo``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from metis.model.response import ModelUsage, ServerToolRequests, TokenUsage
+from metis.model.response import ModelUsage, ServerToolRequests, TokenUsage, UsageDetail
 from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
-from metis.wire.read import counts_of, list_value, object_value, required_text, token_count
+from metis.wire.read import (
+    counts_of,
+    list_value,
+    object_value,
+    optional_text,
+    required_text,
+    token_count,
+)
 
 _COUNTS = (
     "input_tokens",
@@ -51,7 +62,7 @@ class UsageTally:
         if not usage:
             return
         builder = self._builder
-        builder.usage(service_tier=service_tier(usage.get("service_tier")))
+        builder.usage(service_tier=service_tier(usage.get("service_tier")), **_how_run(usage))
         with counts_of(builder):
             self._counts(usage)
             builder.usage(
@@ -81,7 +92,30 @@ class UsageTally:
             cache_creation_input_tokens=totals.get("cache_creation_input_tokens"),
             reasoning_tokens=details.get("thinking_tokens") if isinstance(details, dict) else None,
             other_models=self._others,
+            **_hour_writes(usage.get("cache_creation"), provider),
         )
+
+
+def _how_run(usage: dict[str, Any]) -> UsageDetail:
+    """``usage.speed`` and ``usage.inference_geo``, where this usage says them."""
+    found = UsageDetail()
+    if (speed := optional_text(usage, "speed", "usage")) is not None:
+        found["speed"] = speed
+    if (geo := optional_text(usage, "inference_geo", "usage")) is not None:
+        found["inference_geo"] = geo
+    return found
+
+
+def _hour_writes(written: Any, provider: str) -> UsageDetail:
+    """The cache writes kept an hour, ``usage.cache_creation.ephemeral_1h_input_tokens`` (none
+    when this usage leaves it out: the counts last reported stand)."""
+    if written is None:
+        return {}
+    hour = object_value(written, "usage.cache_creation").get("ephemeral_1h_input_tokens")
+    if hour is None:
+        return {}
+    field = "cache_creation.ephemeral_1h_input_tokens"
+    return {"cache_creation_1h_input_tokens": token_count(hour, field, provider)}
 
 
 def _server_tools(counts: Any, provider: str) -> ServerToolRequests | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from metis.errors import ProtocolError
 from metis.model.events import StreamEvent
-from metis.model.response import StopKind, StopReason
+from metis.model.response import StopKind, StopReason, UsageDetail
 from metis.model.tier import service_tier
 from metis.wire.bedrock_converse import errors as aws_errors
 from metis.wire.bedrock_converse import server_tools as nova
@@ -32,6 +32,7 @@ from metis.wire.opaque import merge_fragment
 from metis.wire.partial_json import parse_object
 from metis.wire.read import (
     counts_of,
+    list_value,
     object_value,
     optional_object,
     optional_text,
@@ -41,6 +42,7 @@ from metis.wire.read import (
     required_text,
     shown,
     text_value,
+    token_count,
 )
 
 _STOP_KINDS: dict[str, StopKind] = {
@@ -318,7 +320,20 @@ def usage(builder: MessageBuilder, counts: dict[str, Any] | None, holder: Any = 
                 output_tokens=counts.get("outputTokens"),
                 cached_input_tokens=counts.get("cacheReadInputTokens"),
                 cache_creation_input_tokens=counts.get("cacheWriteInputTokens"),
+                **_hour_writes(counts.get("cacheDetails"), builder.provider),
             )
+
+
+def _hour_writes(details: Any, provider: str) -> UsageDetail:
+    """The cache writes kept an hour: the ``cacheDetails`` entries of ttl ``1h``, summed."""
+    if details is None:
+        return {}
+    hour = 0
+    for entry in list_value(details, "usage.cacheDetails"):
+        entry = object_value(entry, "usage.cacheDetails[]")
+        if entry.get("ttl") == "1h":
+            hour += token_count(entry.get("inputTokens"), "cacheDetails[].inputTokens", provider)
+    return {"cache_creation_1h_input_tokens": hour}
 
 
 def _base64(reasoning: dict[str, Any], where: str) -> str:

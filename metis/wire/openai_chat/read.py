@@ -36,6 +36,7 @@ from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
 from metis.wire.opaque import place_of
 from metis.wire.read import (
+    audio_counts,
     counts_of,
     list_value,
     malformed,
@@ -225,6 +226,7 @@ def read_usage(
             cached_input_tokens=cached,
             cache_creation_input_tokens=written,
             reasoning_tokens=reasoning,
+            **audio_counts(details, output, provider),
         )
 
 

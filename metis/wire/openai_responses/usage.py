@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from metis.wire.builder import MessageBuilder
-from metis.wire.read import object_value, split_input, token_count
+from metis.wire.read import audio_counts, object_value, split_input, token_count
 
 
 def read_counts(builder: MessageBuilder, usage: dict[str, Any]) -> None:
@@ -23,4 +23,5 @@ def read_counts(builder: MessageBuilder, usage: dict[str, Any]) -> None:
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,
         reasoning_tokens=detail.get("reasoning_tokens") or 0,
+        **audio_counts(details, detail, provider),
     )

@@ -130,6 +130,7 @@ class Reading:
         self.created = _counter(schema.cache_creation_input_tokens)
         self.reasoning = _counter(schema.reasoning_tokens)
         self.service_tier = tuple(schema.service_tier)
+        self.modality_counts = schema.modality_counts
         self.finish: list[tuple[bool, Getter, dict[str, StopKind], StopKind]] = [
             (*local(s.path), schema.finish_reasons if s.map is None else s.map, s.default)
             for s in sources

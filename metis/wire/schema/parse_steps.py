@@ -7,7 +7,7 @@ from typing import Any
 from metis.model.content import Base64ImageSource, ImageBlock
 from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
-from metis.wire.read import counts_of, malformed, split_input
+from metis.wire.read import counts_of, malformed, modality_audio, split_input
 from metis.wire.schema.compiled import Reading
 
 
@@ -20,6 +20,8 @@ def read_usage(r: Reading, usage: dict[str, Any], builder: MessageBuilder) -> No
         if tokens is not None and r.schema.input_includes_cached:
             tokens, cached, created = split_input(tokens, cached or 0, created or 0)
         builder.usage(tokens, r.output_tokens(usage), cached, created, r.reasoning(usage))
+        if r.modality_counts is not None:
+            builder.usage(**modality_audio(usage, r.modality_counts, builder.provider))
     tier = next((usage[key] for key in r.service_tier if key in usage), None)
     builder.usage(service_tier=service_tier(tier))
 

@@ -158,6 +158,10 @@ class ResponseSchema(_Model):
     reasoning_tokens: Paths | None = None
     """Where the reasoning part of the output is counted (it is added to ``output_tokens``'
     paths too where the provider counts it apart, as Gemini's ``thoughtsTokenCount``)."""
+    modality_counts: tuple[str, str] | None = None
+    """The usage object's keys of the input's and the output's counts by modality, lists of
+    ``{modality, tokenCount}`` (Gemini's ``promptTokensDetails``, ``candidatesTokensDetails``):
+    their ``AUDIO`` counts are the usage's ``input_audio_tokens``, ``output_audio_tokens``."""
     input_includes_cached: bool = False
     service_tier: list[str] = []
     """The usage object's keys that may name the tier that served the reply (the first one
