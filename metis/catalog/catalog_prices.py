@@ -78,11 +78,26 @@ def catalog_price(info: ModelInfo) -> ModelPrice:
             },
         },
         geo=GEO_PRICED if _geo_priced(info) else {},
+        fast=FAST_MULTIPLES.get(info.key),
         input_audio=audio[0] if audio else None,
         output_audio=audio[1] if audio else None,
         aliases=[f"{info.provider}:{alias}" for alias in info.aliases],
     )
 
+
+FAST_MULTIPLES = {
+    **dict.fromkeys(("anthropic/claude-opus-4-6", "anthropic/claude-opus-4-7"), Decimal(6)),
+    **dict.fromkeys(
+        ("anthropic/claude-opus-4-8", "anthropic/claude-opus-5", "anthropic/claude-opus-5-5"),
+        Decimal(2),
+    ),
+}
+"""The multiple of every token rate a fast-mode call (``usage.speed: fast``) is billed at, by
+catalog key, for the models whose fast-mode price is published: Opus 4.6 and 4.7 at 6 times
+($30 / $150 against $5 / $25), Opus 4.8 and 5 at 2 times ($10 / $50), Opus 5.5 at 2 times
+($8 / $40 against $4 / $20) (platform.claude.com, "Fast mode", pricing; the same rates are
+listed by the gateways that resell these models as their own "-fast" models). The catalog's
+sources have no fast-mode rates."""
 
 GEO_PRICED = {"us": Decimal("1.1")}
 """Anthropic's price for US-only inference (``inference_geo: us``): 1.1 times every rate, for

@@ -39,12 +39,11 @@ def _got(value: Any) -> dict[str, str]:
 Rate = Annotated[Decimal, BeforeValidator(_rate)]
 
 
-FAST_MODE = Decimal(6)
-"""The multiple of the standard rates a fast-mode call is priced at where the table gives none:
-Anthropic's published multiple for Claude Opus 4.6's fast mode (platform.claude.com, "Fast
-mode" pricing), the highest it has published. No catalog source has fast-mode rates, and later
-models' fast mode is said to cost less (2 times for Opus 4.8), so this is an upper bound:
-``Cost.rate_assumed`` says so."""
+FAST_MODE = Decimal(2)
+"""The multiple of the standard rates a fast-mode call is priced at where neither the table nor
+:data:`metis.catalog.catalog_prices.FAST_MULTIPLES` gives one: the multiple of every Claude
+model after Opus 4.7 whose fast-mode price is published (Opus 4.8, 5 and 5.5); an assumption
+``Cost.rate_assumed`` names."""
 
 
 class PriceTierEntry(BaseModel):

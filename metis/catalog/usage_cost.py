@@ -58,9 +58,10 @@ class Cost(BaseModel):
     of the searches it is billed by; None when the model bills none or it is counted."""
     rate_assumed: str | None = None
     """Which rates the price assumes, the table giving none: a fast-mode call
-    (``TokenUsage.speed``) priced at :data:`~metis.catalog.price_rates.FAST_MODE` times the
-    standard rates, an upper bound; audio (``TokenUsage.input_audio_tokens``...) of a model
-    with no audio rate priced as text; None when every rate was the table's."""
+    (``TokenUsage.speed``) of a model with no published multiple priced at
+    :data:`~metis.catalog.price_rates.FAST_MODE` times the standard rates; audio
+    (``TokenUsage.input_audio_tokens``...) of a model with no audio rate priced as text;
+    None when every rate was the table's."""
 
     @property
     def priced(self) -> bool:
@@ -149,7 +150,8 @@ def premium(
         assumed(
             more,
             f"no fast-mode rates for {model_id} (pricing_version {version}); priced at "
-            f"{FAST_MODE} times the standard rates, the highest multiple Anthropic publishes",
+            f"{FAST_MODE} times the standard rates, the multiple of every later Claude model's "
+            "published fast mode",
         )
     return scale * (FAST_MODE if price.fast is None else price.fast)
 

@@ -1,7 +1,8 @@
 """Anthropic's ``usage.speed`` (``fast``: fast mode) and ``usage.inference_geo`` (``us``:
 US-only inference) are read, whole and streamed, as ``TokenUsage.speed`` and
-``.inference_geo``; ``cost_of`` prices a fast call at the table's fast-mode multiple, else at
-``FAST_MODE`` (6) times the standard rates with ``Cost.rate_assumed`` saying so, and a US-only
+``.inference_geo``; ``cost_of`` prices a fast call at the table's fast-mode multiple (the
+catalog's: Anthropic's published ones), else at ``FAST_MODE`` (2) times the standard rates
+with ``Cost.rate_assumed`` saying so, and a US-only
 call at 1.1 times the rates of the Anthropic models released from February 2026; ``metis
 serve`` charges keys so and writes both back to Anthropic clients. Sans-IO."""
 
@@ -43,18 +44,32 @@ def test_a_speed_that_is_not_text_is_a_protocol_error() -> None:
         whole(anthropic, anthropic_message({"speed": 2}), "anthropic")
 
 
-def test_a_fast_call_is_priced_at_six_times_and_says_it_assumed(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_a_fast_call_is_priced_at_the_models_published_multiple() -> None:
     fast = CALL.model_copy(update={"speed": "fast"})
-    with caplog.at_level(logging.WARNING, logger="metis"):
-        cost = cost_of(OPUS_4_6, fast)
+    cost = cost_of(OPUS_4_6, fast)
     assert cost.usd == Decimal("0.045") == 6 * cost_of(OPUS_4_6, CALL).usd
-    assert cost.rate_assumed is not None and "6 times" in cost.rate_assumed
-    assert any(getattr(r, "event", None) == "metis.assumed_rate" for r in caplog.records)
+    assert cost.rate_assumed is None
     assert price(OPUS_4_6, fast) == Decimal("0.045")  # what metis serve charges a key
     standard = cost_of(OPUS_4_6, CALL.model_copy(update={"speed": "standard"}))
     assert (standard.usd, standard.rate_assumed) == (Decimal("0.0075"), None)
+    for later in (
+        "anthropic:claude-opus-4-8",
+        "anthropic:claude-opus-5",
+        "anthropic:claude-opus-5-5",
+    ):
+        priced = cost_of(later, fast)
+        assert (priced.usd, priced.rate_assumed) == (2 * cost_of(later, CALL).usd, None)
+
+
+def test_a_fast_call_of_a_model_with_no_published_multiple_says_it_assumed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fable = "anthropic:claude-fable-5-2"
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        cost = cost_of(fable, CALL.model_copy(update={"speed": "fast"}))
+    assert cost.usd == 2 * cost_of(fable, CALL).usd
+    assert cost.rate_assumed is not None and "2 times" in cost.rate_assumed
+    assert any(getattr(r, "event", None) == "metis.assumed_rate" for r in caplog.records)
 
 
 def test_a_tables_fast_multiple_is_used_and_assumes_nothing() -> None:
