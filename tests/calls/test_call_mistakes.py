@@ -162,8 +162,7 @@ def test_a_misspelt_key_of_a_message_dict_at_any_depth_is_an_invalid_request_nam
         ([{"name": "get_weather"}], "tools[0]: expected a @metis.tool function"),
         (  # a tool in a provider's form, as a user of its SDK writes it
             [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
-            "a tool written as a provider's dict is metis.ToolDefinition(name=..., "
-            "description=..., input_schema=...)",
+            "a list of a provider's tool dicts is read by metis.histories.from_openai_tools(tools)",
         ),
         ([print], "tool 'print': *args cannot be filled"),
     ],

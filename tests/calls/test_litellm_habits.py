@@ -232,3 +232,43 @@ def test_litellms_other_options_say_where_their_value_goes(option: str, said: st
         with pytest.raises(UnknownOptionError) as caught:
             call(MODEL, "Hi", **{option: "x"})  # type: ignore[call-overload]
         assert said in str(caught.value)
+
+
+OPENAI_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+ANTHROPIC_TOOL = {
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+@pytest.mark.parametrize(
+    ("tool", "reader"),
+    [(OPENAI_TOOL, "from_openai_tools"), (ANTHROPIC_TOOL, "from_anthropic_tools")],
+)
+@pytest.mark.usefixtures("at_emulator")
+def test_a_providers_tool_dicts_are_refused_naming_the_reader_of_the_list(
+    tool: dict[str, Any], reader: str
+) -> None:
+    """OpenAI's tool dicts in ``tools=`` were told to build each ToolDefinition by hand: a
+    LiteLLM port has the whole list in that form, and metis had no reader for it."""
+    with pytest.raises(metis.InvalidRequestError) as caught:
+        metis.complete(MODEL, "Weather in Paris?", tools=[tool])
+    assert f"read by metis.histories.{reader}(tools)" in str(caught.value)
+    definitions = getattr(metis.histories, reader)([tool])
+    assert definitions == [
+        metis.ToolDefinition(
+            name="get_weather",
+            description="Current weather for a city.",
+            input_schema=tool.get("input_schema") or OPENAI_TOOL["function"]["parameters"],
+        )
+    ]
+    reply = metis.complete(MODEL, "Weather in Paris?", tools=definitions)
+    assert [call.name for call in reply.tool_calls] == ["get_weather"]
