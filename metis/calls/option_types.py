@@ -1,6 +1,6 @@
-"""The numeric options of the one-line calls and sessions, checked for their type before
-anything is sent: Python takes ``True`` for the int ``1`` and pydantic's lax mode takes ``"3"``
-for ``3``, so ``max_retries=True`` would otherwise be one retry, silently."""
+"""The numeric options (and the flag) of the one-line calls and sessions, checked for their
+type before anything is sent: Python takes ``True`` for the int ``1`` and pydantic's lax mode
+takes ``"3"`` for ``3``, so ``max_retries=True`` would otherwise be one retry, silently."""
 
 from __future__ import annotations
 
@@ -25,11 +25,18 @@ NUMBER = {
 }
 
 
+FLAG = ("parallel_tool_calls",)
+
+
 def check_option_types(options: Mapping[str, Any]) -> None:
     """An InvalidRequestError for a numeric option that is not a number of its kind (a bool,
-    a string, a float where a whole number is meant), saying what the option takes; ``None``
-    is the option not given."""
+    a string, a float where a whole number is meant), or a flag that is not a bool, saying
+    what the option takes; ``None`` is the option not given."""
     for name, value in options.items():
+        if name in FLAG and value is not None and not isinstance(value, bool):
+            raise InvalidRequestError(
+                f"{name}: expected True or False, got {type(value).__name__} {value!r:.80}"
+            )
         if value is None or (name not in WHOLE and name not in NUMBER):
             continue
         kinds: tuple[type, ...] = (int,) if name in WHOLE else (int, float)
