@@ -9,6 +9,7 @@ from typing import Any
 
 from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError, InvalidRequestError
+from metis.model.request import tool_choice_meant
 
 WHOLE = {
     "max_output_tokens": "a whole number of tokens >= 1",
@@ -32,6 +33,12 @@ def check_option_types(options: Mapping[str, Any]) -> None:
     """An InvalidRequestError for a numeric option that is not a number of its kind (a bool,
     a string, a float where a whole number is meant), or a flag that is not a bool, saying
     what the option takes; ``None`` is the option not given."""
+    meant = tool_choice_meant(options.get("tool_choice"))
+    if meant is not None:
+        raise InvalidRequestError(
+            f"tool_choice: {options['tool_choice']!r:.80} is another API's; metis's is "
+            f"tool_choice=metis.{meant}"
+        )
     for name, value in options.items():
         if name in FLAG and value is not None and not isinstance(value, bool):
             raise InvalidRequestError(

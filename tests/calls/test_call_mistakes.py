@@ -44,7 +44,8 @@ def get_weather(city: str) -> str:
         ({"max_retries": -1}, "max_retries: expected a number >= 0, got -1"),
         ({"stop_sequences": "END"}, "got str 'END'; give stop_sequences=['END']"),
         ({"reasoning": True}, "(got True): reasoning is an effort ('low', 'medium', 'high', "),
-        ({"tool_choice": "required"}, "tool_choice is metis.ToolChoice.auto(), .any(), "),
+        ({"tool_choice": "required"}, "metis's is tool_choice=metis.ToolChoice.any()"),
+        ({"tool_choice": "sometimes"}, "tool_choice is metis.ToolChoice.auto(), .any(), "),
         (
             {"cache": "off"},
             "(got 'off'): cache is a metis.CachePolicy (ttl=, conversation=, ...); ",

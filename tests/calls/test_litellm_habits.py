@@ -272,3 +272,48 @@ def test_a_providers_tool_dicts_are_refused_naming_the_reader_of_the_list(
     ]
     reply = metis.complete(MODEL, "Weather in Paris?", tools=definitions)
     assert [call.name for call in reply.tool_calls] == ["get_weather"]
+
+
+@pytest.mark.parametrize(
+    ("choice", "meant"),
+    [
+        ("auto", "ToolChoice.auto()"),
+        ("required", "ToolChoice.any()"),
+        ("none", "ToolChoice.none()"),
+        (
+            {"type": "function", "function": {"name": "get_weather"}},
+            "ToolChoice.tool('get_weather')",
+        ),
+        ({"type": "function", "name": "get_weather"}, "ToolChoice.tool('get_weather')"),
+        (
+            {"type": "any", "disable_parallel_tool_use": True},
+            "ToolChoice.any(), parallel_tool_calls=False",
+        ),
+    ],
+)
+def test_another_apis_tool_choice_is_refused_naming_the_exact_metis_value(
+    choice: Any, meant: str
+) -> None:
+    """``tool_choice="auto"`` was told the four ToolChoice forms, not which one it is; an OpenAI
+    function dict was told 'type: Input should be auto, any, tool or none'."""
+    said = f"is another API's; metis's is tool_choice=metis.{meant}"
+    with pytest.raises(metis.InvalidRequestError) as caught:
+        metis.complete(MODEL, "Hi", tools=[get_weather], tool_choice=choice, api_key="k")
+    assert said in str(caught.value)
+    with pytest.raises(metis.InvalidRequestError) as in_a_session:
+        metis.Session(MODEL, tool_choice=choice)
+    assert said in str(in_a_session.value)
+    with pytest.raises(pydantic.ValidationError, match="is another API's tool choice; metis's"):
+        metis.CanonicalRequest(model=MODEL, messages=[], max_output_tokens=1, tool_choice=choice)
+
+
+@pytest.mark.usefixtures("at_emulator")
+def test_anthropics_tool_choice_dict_is_the_tool_choice_it_spells(at_emulator: Emulator) -> None:
+    """``{"type": "any"}`` and ``{"type": "tool", "name": ...}`` are ToolChoice's own fields (the
+    form a saved session stores it in): read as that ToolChoice and sent."""
+    for choice, sent in [
+        ({"type": "any"}, {"type": "any"}),
+        ({"type": "tool", "name": "get_weather"}, {"type": "tool", "name": "get_weather"}),
+    ]:
+        metis.complete(MODEL, "Hi", tools=[get_weather], tool_choice=choice)
+        assert at_emulator.requests[-1].json()["tool_choice"] == sent
