@@ -173,7 +173,7 @@ def tool_list(tools: object) -> list[Any]:
     listed = list(tools)
     for index, item in enumerate(listed):
         if not (callable(item) or isinstance(item, ToolDefinition | ServerToolLike)):
-            hint = _DICT_TOOL if isinstance(item, Mapping) else ""
+            hint = _dict_tool(item) if isinstance(item, Mapping) else ""
             raise InvalidRequestError(
                 f"tools[{index}]: expected a @metis.tool function, a plain function, a "
                 "ToolDefinition or a provider tool (metis.WebSearch, ...), got "
@@ -182,10 +182,18 @@ def tool_list(tools: object) -> list[Any]:
     return listed
 
 
-_DICT_TOOL = (
-    "; a tool written as a provider's dict is metis.ToolDefinition(name=..., description=..., "
-    "input_schema=...), the schema Anthropic's input_schema or OpenAI's function.parameters"
-)
+def _dict_tool(item: Mapping[Any, Any]) -> str:
+    """What reads a tool written as a provider's dict: the whole list at once."""
+    if item.get("type") == "function" or "function" in item:
+        reader = "metis.histories.from_openai_tools(tools)"
+    elif "input_schema" in item:
+        reader = "metis.histories.from_anthropic_tools(tools)"
+    else:
+        reader = "metis.histories.from_openai_tools or from_anthropic_tools"
+    return (
+        f"; a list of a provider's tool dicts is read by {reader}, which returns the "
+        "metis.ToolDefinitions to give as tools="
+    )
 
 
 def described_value(value: object) -> str:

@@ -113,6 +113,7 @@ def complete(
       :class:`ToolDefinition` objects.
     - ``tool_choice``: :class:`ToolChoice`: ``auto`` (the default), ``any`` tool, one ``tool``
       by name, or ``none``.
+    - ``parallel_tool_calls``: ``False``: at most one tool call a reply; default the provider's.
     - ``max_output_tokens``: the reply's limit; default the model's own, up to 4,096.
     - ``temperature``: sampling temperature (0 and up); default the provider's.
     - ``top_p``: nucleus sampling; it and the next four go where the model takes them, else
@@ -141,9 +142,8 @@ def complete(
       Bedrock, ``{"project": ...}`` for Vertex; docs/engine.md); a misspelt one is a
       ConfigError naming the nearest.
 
-    It blocks until the reply is in, on metis's own event loop in a background thread, so it
-    works inside a running event loop too (a notebook); Ctrl-C cancels the call. In async code
-    use ``await metis.acomplete(...)``.
+    It blocks until the reply is in (on metis's own event loop in a thread, so inside a running
+    loop too: a notebook); Ctrl-C cancels the call. Async code: ``await metis.acomplete(...)``.
     """
     check_call_options("complete", options, "output_type")
     loop = _blocking_loop("complete", model)
@@ -194,6 +194,7 @@ def stream(
     - ``system``: the system prompt.
     - ``tools``: :func:`metis.tool` functions, plain functions, :class:`ToolDefinition` objects.
     - ``tool_choice``: :class:`ToolChoice`: ``auto`` (the default), ``any``, ``tool``, ``none``.
+    - ``parallel_tool_calls``: ``False``: at most one tool call a reply, as for :func:`complete`.
     - ``max_output_tokens``: the reply's limit; default the model's own, up to 4,096.
     - ``temperature``: sampling temperature (0 and up); default the provider's.
     - ``top_p``: nucleus sampling (0 to 1); where taken, as for :func:`complete`.

@@ -1,6 +1,6 @@
-"""The numeric options of the one-line calls and sessions, checked for their type before
-anything is sent: Python takes ``True`` for the int ``1`` and pydantic's lax mode takes ``"3"``
-for ``3``, so ``max_retries=True`` would otherwise be one retry, silently."""
+"""The numeric options (and the flag) of the one-line calls and sessions, checked for their
+type before anything is sent: Python takes ``True`` for the int ``1`` and pydantic's lax mode
+takes ``"3"`` for ``3``, so ``max_retries=True`` would otherwise be one retry, silently."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError, InvalidRequestError
+from metis.model.request import tool_choice_meant
 
 WHOLE = {
     "max_output_tokens": "a whole number of tokens >= 1",
@@ -25,11 +26,24 @@ NUMBER = {
 }
 
 
+FLAG = ("parallel_tool_calls",)
+
+
 def check_option_types(options: Mapping[str, Any]) -> None:
     """An InvalidRequestError for a numeric option that is not a number of its kind (a bool,
-    a string, a float where a whole number is meant), saying what the option takes; ``None``
-    is the option not given."""
+    a string, a float where a whole number is meant), or a flag that is not a bool, saying
+    what the option takes; ``None`` is the option not given."""
+    meant = tool_choice_meant(options.get("tool_choice"))
+    if meant is not None:
+        raise InvalidRequestError(
+            f"tool_choice: {options['tool_choice']!r:.80} is another API's; metis's is "
+            f"tool_choice=metis.{meant}"
+        )
     for name, value in options.items():
+        if name in FLAG and value is not None and not isinstance(value, bool):
+            raise InvalidRequestError(
+                f"{name}: expected True or False, got {type(value).__name__} {value!r:.80}"
+            )
         if value is None or (name not in WHOLE and name not in NUMBER):
             continue
         kinds: tuple[type, ...] = (int,) if name in WHOLE else (int, float)

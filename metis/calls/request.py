@@ -49,6 +49,8 @@ class ModelOptions(TypedDict, total=False):
     system: str
     tools: Sequence[AnyTool | ToolDefinition | ServerToolLike | Callable[..., Any]]
     tool_choice: ToolChoice
+    parallel_tool_calls: bool
+    """False: at most one tool call a reply. Default: the provider's (several, where it can)."""
     max_output_tokens: int
     """Default: the model's own limit, up to 4,096."""
     temperature: float
@@ -188,6 +190,7 @@ def _request(
         tools=_unique([as_tool_definition(t) for t in tools if not isinstance(t, ServerToolLike)]),
         server_tools=[t for t in tools if isinstance(t, ServerToolLike)],
         tool_choice=options.get("tool_choice"),
+        parallel_tool_calls=options.get("parallel_tool_calls"),
         max_output_tokens=max_tokens,
         temperature=options.get("temperature"),
         top_p=options.get("top_p"),

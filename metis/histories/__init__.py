@@ -35,11 +35,24 @@ Malformed input (a field of the wrong type, a list that is not one, tool argumen
 not a JSON object) is an InvalidRequestError naming the message, the block and the field,
 never a bare exception. The exports take canonical messages or their dicts
 (``metis.MessageDict``).
+
+A tool list in either format is read as ``ToolDefinition`` objects (metis/histories/tools.py)::
+
+    tools = from_openai_tools(stored["tools"])       # Chat's or Responses' function tools
+    tools = from_anthropic_tools(stored["tools"])    # {"name", "description", "input_schema"}
 """
 
 from __future__ import annotations
 
 from metis.histories.anthropic import from_anthropic, to_anthropic
 from metis.histories.openai_chat import from_openai_chat, to_openai_chat
+from metis.histories.tools import from_anthropic_tools, from_openai_tools
 
-__all__ = ["from_anthropic", "from_openai_chat", "to_anthropic", "to_openai_chat"]
+__all__ = [
+    "from_anthropic",
+    "from_anthropic_tools",
+    "from_openai_chat",
+    "from_openai_tools",
+    "to_anthropic",
+    "to_openai_chat",
+]

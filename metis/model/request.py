@@ -88,6 +88,14 @@ class ToolChoice(Canonical):
     type: Literal["auto", "any", "tool", "none"] = "auto"
     name: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _another_apis(cls, data: Any) -> Any:
+        meant = tool_choice_meant(data)
+        if meant is not None:
+            raise ValueError(f"{data!r:.80} is another API's tool choice; metis's is {meant}")
+        return data
+
     @model_validator(mode="after")
     def _name_iff_tool(self) -> ToolChoice:
         if (self.type == "tool") != (self.name is not None):
@@ -113,6 +121,33 @@ class ToolChoice(Canonical):
     def none(cls) -> ToolChoice:
         """The model must not call a tool."""
         return cls(type="none")
+
+
+_OPENAI_CHOICES = {"auto": "auto()", "none": "none()", "required": "any()", "any": "any()"}
+
+
+def tool_choice_meant(value: Any) -> str | None:
+    """The :class:`ToolChoice` that another API's tool choice means, as code (OpenAI's
+    ``"required"`` is ``ToolChoice.any()``, its function dict ``ToolChoice.tool('name')``,
+    Anthropic's ``disable_parallel_tool_use`` the call's ``parallel_tool_calls=False``); None
+    for a value that is none of these (a ToolChoice, or a dict of its own fields)."""
+    if isinstance(value, str):
+        meant = _OPENAI_CHOICES.get(value)
+        return f"ToolChoice.{meant}" if meant else None
+    if not isinstance(value, dict):
+        return None
+    kind = value.get("type")
+    if kind == "allowed_tools":
+        return "ToolChoice.auto() or .any(), with tools= only the tools allowed"
+    if "disable_parallel_tool_use" in value and kind in ("auto", "any", "tool"):
+        own = {key: item for key, item in value.items() if key != "disable_parallel_tool_use"}
+        named = f"tool({own.get('name')!r})" if kind == "tool" else f"{kind}()"
+        return f"ToolChoice.{named}, parallel_tool_calls=False"
+    if kind in ("function", "custom"):
+        inner = value.get(kind, value)
+        name = inner.get("name") if isinstance(inner, dict) else None
+        return f"ToolChoice.tool({name!r})" if isinstance(name, str) else None
+    return None
 
 
 class ThinkingConfig(Canonical):

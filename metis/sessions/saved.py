@@ -44,6 +44,7 @@ class SavedOptions(BaseModel):
 
     system: str | None = None
     tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
     max_output_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0)
     top_p: float | None = None

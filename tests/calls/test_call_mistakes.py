@@ -44,7 +44,8 @@ def get_weather(city: str) -> str:
         ({"max_retries": -1}, "max_retries: expected a number >= 0, got -1"),
         ({"stop_sequences": "END"}, "got str 'END'; give stop_sequences=['END']"),
         ({"reasoning": True}, "(got True): reasoning is an effort ('low', 'medium', 'high', "),
-        ({"tool_choice": "required"}, "tool_choice is metis.ToolChoice.auto(), .any(), "),
+        ({"tool_choice": "required"}, "metis's is tool_choice=metis.ToolChoice.any()"),
+        ({"tool_choice": "sometimes"}, "tool_choice is metis.ToolChoice.auto(), .any(), "),
         (
             {"cache": "off"},
             "(got 'off'): cache is a metis.CachePolicy (ttl=, conversation=, ...); ",
@@ -162,8 +163,7 @@ def test_a_misspelt_key_of_a_message_dict_at_any_depth_is_an_invalid_request_nam
         ([{"name": "get_weather"}], "tools[0]: expected a @metis.tool function"),
         (  # a tool in a provider's form, as a user of its SDK writes it
             [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
-            "a tool written as a provider's dict is metis.ToolDefinition(name=..., "
-            "description=..., input_schema=...)",
+            "a list of a provider's tool dicts is read by metis.histories.from_openai_tools(tools)",
         ),
         ([print], "tool 'print': *args cannot be filled"),
     ],

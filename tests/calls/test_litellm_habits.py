@@ -232,3 +232,88 @@ def test_litellms_other_options_say_where_their_value_goes(option: str, said: st
         with pytest.raises(UnknownOptionError) as caught:
             call(MODEL, "Hi", **{option: "x"})  # type: ignore[call-overload]
         assert said in str(caught.value)
+
+
+OPENAI_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+ANTHROPIC_TOOL = {
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+@pytest.mark.parametrize(
+    ("tool", "reader"),
+    [(OPENAI_TOOL, "from_openai_tools"), (ANTHROPIC_TOOL, "from_anthropic_tools")],
+)
+@pytest.mark.usefixtures("at_emulator")
+def test_a_providers_tool_dicts_are_refused_naming_the_reader_of_the_list(
+    tool: dict[str, Any], reader: str
+) -> None:
+    """OpenAI's tool dicts in ``tools=`` were told to build each ToolDefinition by hand: a
+    LiteLLM port has the whole list in that form, and metis had no reader for it."""
+    with pytest.raises(metis.InvalidRequestError) as caught:
+        metis.complete(MODEL, "Weather in Paris?", tools=[tool])
+    assert f"read by metis.histories.{reader}(tools)" in str(caught.value)
+    definitions = getattr(metis.histories, reader)([tool])
+    assert definitions == [
+        metis.ToolDefinition(
+            name="get_weather",
+            description="Current weather for a city.",
+            input_schema=tool.get("input_schema") or OPENAI_TOOL["function"]["parameters"],
+        )
+    ]
+    reply = metis.complete(MODEL, "Weather in Paris?", tools=definitions)
+    assert [call.name for call in reply.tool_calls] == ["get_weather"]
+
+
+@pytest.mark.parametrize(
+    ("choice", "meant"),
+    [
+        ("auto", "ToolChoice.auto()"),
+        ("required", "ToolChoice.any()"),
+        ("none", "ToolChoice.none()"),
+        (
+            {"type": "function", "function": {"name": "get_weather"}},
+            "ToolChoice.tool('get_weather')",
+        ),
+        ({"type": "function", "name": "get_weather"}, "ToolChoice.tool('get_weather')"),
+        (
+            {"type": "any", "disable_parallel_tool_use": True},
+            "ToolChoice.any(), parallel_tool_calls=False",
+        ),
+    ],
+)
+def test_another_apis_tool_choice_is_refused_naming_the_exact_metis_value(
+    choice: Any, meant: str
+) -> None:
+    """``tool_choice="auto"`` was told the four ToolChoice forms, not which one it is; an OpenAI
+    function dict was told 'type: Input should be auto, any, tool or none'."""
+    said = f"is another API's; metis's is tool_choice=metis.{meant}"
+    with pytest.raises(metis.InvalidRequestError) as caught:
+        metis.complete(MODEL, "Hi", tools=[get_weather], tool_choice=choice, api_key="k")
+    assert said in str(caught.value)
+    with pytest.raises(metis.InvalidRequestError) as in_a_session:
+        metis.Session(MODEL, tool_choice=choice)
+    assert said in str(in_a_session.value)
+    with pytest.raises(pydantic.ValidationError, match="is another API's tool choice; metis's"):
+        metis.CanonicalRequest(model=MODEL, messages=[], max_output_tokens=1, tool_choice=choice)
+
+
+@pytest.mark.usefixtures("at_emulator")
+def test_anthropics_tool_choice_dict_is_the_tool_choice_it_spells(at_emulator: Emulator) -> None:
+    """``{"type": "any"}`` and ``{"type": "tool", "name": ...}`` are ToolChoice's own fields (the
+    form a saved session stores it in): read as that ToolChoice and sent."""
+    for choice, sent in [
+        ({"type": "any"}, {"type": "any"}),
+        ({"type": "tool", "name": "get_weather"}, {"type": "tool", "name": "get_weather"}),
+    ]:
+        metis.complete(MODEL, "Hi", tools=[get_weather], tool_choice=choice)
+        assert at_emulator.requests[-1].json()["tool_choice"] == sent
