@@ -17,6 +17,7 @@ from typing import Any
 from metis.model.request import ToolDefinition
 from metis.model.tool_fit import STRICT_FLAG
 from metis.wire.codec import EncodeContext
+from metis.wire.encoded_messages import sent_schema
 from metis.wire.strict_schema import Schema
 
 MAX_DEPTH = 64
@@ -36,11 +37,11 @@ def strict_input_schema(tool: ToolDefinition, call: EncodeContext) -> tuple[Sche
     for strict and its schema can be closed; as written, the flag reported dropped, where it
     cannot."""
     if not tool.strict:
-        return tool.input_schema, False
+        return sent_schema(tool.input_schema), False
     closed, reason = closed_schema_or_reason(tool.input_schema)
     if closed is None:
         call.warn_dropped(STRICT_FLAG, f"tool {tool.name!r} is sent without strict: {reason}")
-        return tool.input_schema, False
+        return sent_schema(tool.input_schema), False
     return closed, True
 
 
