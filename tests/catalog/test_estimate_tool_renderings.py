@@ -57,3 +57,17 @@ def test_a_schema_marshal_cannot_write_is_rendered_each_time() -> None:
 
     tool = ToolDefinition(name="t", input_schema=Mapping(type="object"))
     assert rendered(tool, False) == _json(tool)
+
+
+def test_a_tools_count_is_kept_with_its_schema_and_counted_anew_once_changed() -> None:
+    from metis.catalog.estimate import estimate_request_tokens
+    from metis.model import CanonicalRequest, Message
+
+    tool = ToolDefinition(name="t", description="d", input_schema=_schema())
+    request = CanonicalRequest(
+        model="m", messages=[Message.user("hi")], tools=[tool], max_output_tokens=8
+    )
+    before = estimate_request_tokens(request)
+    assert estimate_request_tokens(request) == before
+    tool.input_schema["properties"]["m"] = {"type": "string", "description": "word " * 200}
+    assert estimate_request_tokens(request) > before + 100
