@@ -59,7 +59,7 @@ def prepared(schema: Any) -> Prepared | None:
         return None
     record = Prepared(schema, held)
     if found is None and len(_RECORDS) >= RECORDS_AT_MOST:
-        del _RECORDS[next(iter(_RECORDS))]
+        _RECORDS.pop(next(iter(_RECORDS)), None)
     _RECORDS[id(schema)] = record
     return record
 
