@@ -68,7 +68,7 @@ class Frame:
             self.kept = False
 
     def given(self) -> dict[str, Any]:
-        """The canonical fields, a request's own copy of each that may be edited in place."""
+        """The canonical fields: a request's own lists and output schema, the same tools."""
         if not self.kept:
             return self.fields
         fields = dict(self.fields)
