@@ -211,8 +211,7 @@ class Adapter(Lifecycle):
         if self.init_on_first_call and not self._initialized:
             await self.init()
         history = check_request(request, self.name)  # before any stage serializes a tool input
-        provider = self.pipeline.provider
-        if request.tools and provider is not None and provider.own_sees_request:
+        if request.tools and self.pipeline.own_sees_request:
             request = own_tools(request)
         check_ready(self.name, self.stack, self.endpoint, request, self._foreign_prefixes)
         call = Call(

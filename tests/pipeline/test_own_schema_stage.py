@@ -111,3 +111,33 @@ async def test_a_schema_the_application_changes_between_calls_is_sent_as_it_is_n
     assert first["strict"] is True and "units" not in first["parameters"]["properties"]
     assert second["parameters"]["properties"]["units"] == {"type": ["string", "null"]}
     assert second["parameters"]["required"] == ["city", "units"]  # strict form made anew
+
+
+@pytest.mark.anyio
+async def test_a_request_prepared_without_a_call_gives_an_own_stage_its_own_schemas() -> None:
+    """Batches, token counts and the gateway's probes run the stages up to ``encode`` alone
+    (``Pipeline.prepare``): an application's stage there is given its own copies too."""
+    from tests.helpers import make_call
+
+    adapter = build_adapter("openai", api_key="k")
+    adapter.pipeline.insert_before("encode", MarkToolSchema())
+    assert adapter.pipeline.own_sees_request
+    tool = ToolDefinition(name="get", input_schema=json.loads(json.dumps(SCHEMA)))
+    request = CanonicalRequest(
+        model="openai:gpt-4o", messages=[Message.user("hi")], tools=[tool], max_output_tokens=8
+    )
+    encode = adapter.pipeline["encode"]
+    call = make_call("openai", "openai:gpt-4o")
+    bodies = [(await adapter.pipeline.prepare(request, call, through=encode)).body for _ in "ab"]
+    assert [body["tools"][0]["function"]["parameters"]["seen"] for body in bodies] == [[1]] * 2
+    assert tool.input_schema == SCHEMA
+    await adapter.aclose()
+
+
+def test_only_a_stage_of_the_applications_makes_copies() -> None:
+    adapter = build_adapter("openai", api_key="k")
+    assert not adapter.pipeline.own_sees_request
+    adapter.pipeline.insert_after("strict_schema", MarkSentSchema())
+    assert not adapter.pipeline.own_sees_request  # after encode: its bodies made anew instead
+    assert adapter.pipeline["encode"].fresh_wire  # type: ignore[attr-defined]
+    assert adapter.pipeline["strict_schema"].fresh_wire  # type: ignore[attr-defined]
