@@ -202,6 +202,7 @@ class Adapter(Lifecycle):
     ) -> tuple[CanonicalRequest, Call, Watch]:
         from metis.adapter.delivery import Delivery
         from metis.adapter.sendable import check_request
+        from metis.model.schema_forms import own_tools
         from metis.pipeline.call import NO_TERMS, Call, DropRecord
 
         terms = terms or NO_TERMS
@@ -210,6 +211,8 @@ class Adapter(Lifecycle):
         if self.init_on_first_call and not self._initialized:
             await self.init()
         history = check_request(request, self.name)  # before any stage serializes a tool input
+        if request.tools and self.pipeline.own_sees_request:
+            request = own_tools(request)
         check_ready(self.name, self.stack, self.endpoint, request, self._foreign_prefixes)
         call = Call(
             request_id=request.request_id,

@@ -21,6 +21,7 @@ from metis.errors import InvalidRequestError
 from metis.model.content import ToolUseBlock
 from metis.model.history import History, history_of
 from metis.model.request import CanonicalRequest
+from metis.model.schema_forms import form
 
 MAX_DEPTH = 100
 KEPT_VERDICTS = 1024
@@ -112,6 +113,11 @@ def _known_plain(value: Any) -> bool:
 
 
 _PLAIN: dict[bytes, None] = {}
+_PLAIN_FORM = "sendable"
+
+
+def _plain_schema(schema: Any) -> bool:
+    return _plain(schema, 0)
 
 
 def _member(key: str) -> str:
@@ -135,6 +141,7 @@ def check_request(request: CanonicalRequest, provider: str) -> History:
     problems += [
         first_unsendable(tool.input_schema, f"tools[{k}].input_schema")
         for k, tool in enumerate(request.tools)
+        if not form(tool.input_schema, _PLAIN_FORM, _plain_schema)
     ]
     if request.output_schema is not None:
         problems.append(first_unsendable(request.output_schema, "output_schema"))

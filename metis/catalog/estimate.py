@@ -37,6 +37,7 @@ from metis.model.history import History, history_of
 from metis.model.media import TextSource
 from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest, ToolChoice, ToolDefinition
+from metis.model.schema_forms import form
 
 
 def estimate_input_tokens(
@@ -146,7 +147,7 @@ def _tools_overhead(
     hidden = p.tools_overhead
     if forced and p.tools_overhead_forced is not None:
         hidden = p.tools_overhead_forced
-    overhead = hidden + sum(p.per_tool + count_text(_render_tool(t, p), p) for t in tools)
+    overhead = hidden + sum(p.per_tool + _tool_tokens(t, p) for t in tools)
     if p.tool_rendering == "typescript":
         overhead += count_text(_TS_OPEN + _TS_CLOSE, p)
     return overhead
@@ -316,3 +317,16 @@ _TS_CLOSE = "} // namespace functions"
 
 def _render_tool(tool: ToolDefinition, profile: TokenProfile) -> str:
     return _rendered(tool, profile.tool_rendering == "typescript")
+
+
+def _tool_tokens(tool: ToolDefinition, profile: TokenProfile) -> int:
+    """The tokens of ``tool``'s text under ``profile``, counted once per schema object and
+    profile object (metis/model/schema_forms.py; the profile held with the count, so that
+    another profile made where one was forgotten is never given its count)."""
+    key = ("tokens", id(profile), tool.name, tool.description)
+    kept, tokens = form(
+        tool.input_schema,
+        key,
+        lambda _: (profile, count_text(_render_tool(tool, profile), profile)),
+    )
+    return tokens if kept is profile else count_text(_render_tool(tool, profile), profile)

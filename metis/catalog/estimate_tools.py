@@ -4,32 +4,21 @@ pre-flight token estimate (:mod:`metis.catalog.estimate`)."""
 from __future__ import annotations
 
 import json
-import marshal
 from typing import Any
 
 from metis.model.request import ToolDefinition
+from metis.model.schema_forms import form
 
 MAX_DEPTH = 8
-KEPT_RENDERINGS = 256
 
 
 def rendered(tool: ToolDefinition, typescript_form: bool) -> str:
     """The text of ``tool`` the estimate counts: :func:`typescript` or its compact JSON, made
-    once per content. The key is the marshal form of what the text is made of (exact: it tells
-    ``1`` from ``True`` and ``1.0``, and keeps the dict order, as JSON does), so a schema an
-    application changed in place between calls, or a tool made anew each call, is found by
-    what it holds now. A schema marshal cannot write is rendered each time."""
-    try:
-        key = (typescript_form, marshal.dumps((tool.name, tool.description, tool.input_schema)))
-    except ValueError:
-        return _render(tool, typescript_form)
-    text = _RENDERED.get(key)
-    if text is None:
-        text = _render(tool, typescript_form)
-        if len(_RENDERED) >= KEPT_RENDERINGS:
-            del _RENDERED[next(iter(_RENDERED))]
-        _RENDERED[key] = text
-    return text
+    once per schema object and kept with it (:mod:`metis.model.schema_forms`: found again
+    while the schema holds what it held, so a schema an application changed in place between
+    calls is rendered anew), under the tool's name and description."""
+    key = ("rendered", typescript_form, tool.name, tool.description)
+    return form(tool.input_schema, key, lambda _: _render(tool, typescript_form))
 
 
 def _render(tool: ToolDefinition, typescript_form: bool) -> str:
@@ -38,9 +27,6 @@ def _render(tool: ToolDefinition, typescript_form: bool) -> str:
     return _compact(
         {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
     )
-
-
-_RENDERED: dict[tuple[bool, bytes], str] = {}
 
 
 def typescript(tool: ToolDefinition) -> str:

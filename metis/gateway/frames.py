@@ -5,9 +5,9 @@ of it (its projection, and the canonical request's fields validated once).
 A client sends the same frame with every request (an agent's tools and settings, turn after
 turn; a benchmark's every request): only its turns differ. Its frame is read the first time;
 a later request with the same frame (the same JSON, exact types: ``1`` is not ``1.0``) is
-given a copy: its own tool schemas and output schema (each request's own, so that a stage
-editing one in place edits its own request's alone), its own lists, the same immutable
-values. What the frame holds is checked as it is read; what it cannot keep (a server tool,
+given a copy: its own output schema and lists, the same tools (whose schemas no step changes
+in place: what is derived from each is made once, metis/model/schema_forms.py) and the same
+immutable values. What the frame holds is checked as it is read; what it cannot keep (a server tool,
 which is fitted per request) is read each time. The turns are read for every request before
 the frame (a request with a bad turn and a bad setting is refused for the turn, as before).
 """
@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 TURNS = ("messages", "system")
 """The body's fields that are not its frame (read per request)."""
 FRESH = ("tools", "output_schema", "stop_sequences")
-"""The frame's fields each request is given its own copy of (the rest are immutable)."""
+"""The frame's fields each request is given its own copy of: its own lists, and its own output
+schema; the tools themselves are shared (their schemas no step changes in place, so what is
+derived from them is made once: metis/model/schema_forms.py)."""
 MUTABLE = (*FRESH, "server_tools", "provider_options", "extra_headers", "extra_query")
 """The canonical request's fields that may be edited in place: each request's own."""
 FRAMES_AT_MOST = 256
@@ -59,25 +61,20 @@ class Frame:
     def __post_init__(self) -> None:
         if not self.kept:
             return
-        tools, schema = self.fields.get("tools"), self.fields.get("output_schema")
+        schema = self.fields.get("output_schema")
         try:  # (a client's body is parsed JSON: marshal writes every part)
-            if tools:
-                self.blobs["tools"] = [(t, marshal.dumps(t.input_schema, 2)) for t in tools]
             if schema is not None:
                 self.blobs["output_schema"] = marshal.dumps(schema, 2)
         except ValueError:
             self.kept = False
 
     def given(self) -> dict[str, Any]:
-        """The canonical fields, a request's own copy of each that may be edited in place."""
+        """The canonical fields: a request's own lists and output schema, the same tools."""
         if not self.kept:
             return self.fields
         fields = dict(self.fields)
-        if "tools" in self.blobs:
-            fields["tools"] = [
-                tool.model_copy(update={"input_schema": marshal.loads(blob)})
-                for tool, blob in self.blobs["tools"]
-            ]
+        if "tools" in fields:  # the very tools (metis/gateway/inbound.py tool_definition)
+            fields["tools"] = list(fields["tools"])
         if "output_schema" in self.blobs:
             fields["output_schema"] = marshal.loads(self.blobs["output_schema"])
         if "stop_sequences" in fields:

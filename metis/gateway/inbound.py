@@ -205,17 +205,17 @@ def tool_definition(
         if len(_TOOLS) >= _TOOLS_AT_MOST:
             _TOOLS.clear()
         tool = ToolDefinition(name=name, description=text, input_schema=schema, strict=strict)
-        _TOOLS[key] = tool.model_copy(update={"input_schema": marshal.loads(blob)})
-        return tool
-    return kept.model_copy(update={"input_schema": marshal.loads(blob)})
+        kept = _TOOLS[key] = tool.model_copy(update={"input_schema": marshal.loads(blob)})
+    return kept
 
 
 _TOOLS: dict[tuple[Any, ...], ToolDefinition] = {}
-"""Each tool read so far, by its content, with a schema of its own no request holds. A client
-sends the same tools request after request (an agent's every turn): the schema is validated
-once, and each request is given a copy of the kept tool with its own schema (unmarshalled
-from the key: ~3.5 us a tool), so a stage that edits a schema in place edits its own
-request's alone."""
+"""Each tool read so far, by its content, with a schema of its own (unmarshalled from the
+key: no client's body holds it). A client sends the same tools request after request (an
+agent's every turn): the schema is validated once, and every request that sends it is given
+the very same tool, so what the steps derive from its schema is made once
+(metis/model/schema_forms.py; no step changes a schema in place, and a stage of the
+application's is given its own copy: docs/stages.md)."""
 _TOOLS_AT_MOST = 256
 
 

@@ -14,6 +14,7 @@ import anyio
 from metis.errors import StackError
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
+from metis.model.schema_forms import own_tools
 from metis.pipeline.call import Call
 from metis.pipeline.hooks import Runner, Start, flattened, run_segment, yields_batches
 from metis.pipeline.provider import Provider
@@ -152,7 +153,10 @@ class Pipeline:
 
     async def prepare(self, request: Any, call: Call, through: AnyStage) -> Any:
         """``request`` as the stages up to ``through`` (included) hand it inward, nothing
-        sent (:func:`metis.pipeline.segments.prepare`)."""
+        sent (:func:`metis.pipeline.segments.prepare`); the tools' schemas the request's own
+        when a stage of the application's sees it (:attr:`own_sees_request`), as in a call."""
+        if isinstance(request, CanonicalRequest) and request.tools and self.own_sees_request:
+            request = own_tools(request)
         stages = self._stages
         return await prepare(stages[: stages.index(through) + 1], request, call)
 
@@ -181,6 +185,12 @@ class Pipeline:
 
     def _assemble(self) -> None:
         self._provider = Provider.of(self._stages, self._services)
+
+    @property
+    def own_sees_request(self) -> bool:
+        """Whether a stage of the application's comes before ``encode``: each call is then
+        given its own copy of its tools' schemas (metis/model/schema_forms.py ``own_tools``)."""
+        return self._provider is not None and self._provider.own_sees_request
 
     @property
     def provider(self) -> Provider | None:

@@ -67,6 +67,9 @@ class Provider:
     name: str
     parts: dict[str, list[AnyStage]]
     services: StageServices = field(default_factory=StageServices)
+    own_sees_request: bool = False
+    """A stage of the application's comes before ``encode``: each call gets its own copy of
+    its tools' schemas (metis/model/schema_forms.py ``own_tools``)."""
 
     @classmethod
     def of(cls, stages: Sequence[AnyStage], services: StageServices | None) -> Provider | None:
@@ -81,7 +84,7 @@ class Provider:
         services = services or StageServices()
         provider = cls(services.provider, parts, services)
         provider.share_codec()
-        _fresh_wire_for_own_stages(stages, provider.part("encode"))
+        provider.own_sees_request = _fresh_wire_for_own_stages(stages, provider.part("encode"))
         return provider
 
     def share_codec(self) -> None:
@@ -224,10 +227,16 @@ def _classified(error: AdapterError, call: Call, secrets: tuple[str, ...]) -> Ad
     return error
 
 
-def _fresh_wire_for_own_stages(stages: Sequence[AnyStage], encode: AnyStage | None) -> None:
-    """An application's stage after ``encode`` sees the wire body: the codec makes that body
-    anew for each call, so what the stage changes in it stays in its call."""
-    if encode is None or not hasattr(encode, "fresh_wire"):
-        return
-    after = stages[list(stages).index(encode) + 1 :] if encode in stages else []
-    encode.fresh_wire = any(not type(stage).__module__.startswith("metis.") for stage in after)
+def _fresh_wire_for_own_stages(stages: Sequence[AnyStage], encode: AnyStage | None) -> bool:
+    """An application's stage after ``encode`` sees the wire body: the codec, and each wire
+    edit before that stage, makes its part of that body anew for each call, so what the stage
+    changes in it stays in its call. Whether a stage of the application's comes before
+    ``encode`` (it sees the canonical request: its call is given its own tools' schemas)."""
+    stages = list(stages)
+    own = [i for i, stage in enumerate(stages) if not type(stage).__module__.startswith("metis.")]
+    last = max(own, default=-1)
+    for i, stage in enumerate(stages):
+        if hasattr(stage, "fresh_wire"):
+            stage.fresh_wire = i < last
+    at = stages.index(encode) if encode in stages else len(stages)
+    return bool(own) and own[0] < at

@@ -15,8 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from metis.model.request import ToolDefinition
+from metis.model.schema_forms import form
 from metis.model.tool_fit import STRICT_FLAG
 from metis.wire.codec import EncodeContext
+from metis.wire.encoded_messages import sent_schema
 from metis.wire.strict_schema import Schema
 
 MAX_DEPTH = 64
@@ -33,15 +35,16 @@ class _Open(Exception):
 
 def strict_input_schema(tool: ToolDefinition, call: EncodeContext) -> tuple[Schema, bool]:
     """The schema to send for ``tool`` and whether it goes strict: closed where the tool asks
-    for strict and its schema can be closed; as written, the flag reported dropped, where it
+    for strict and its schema can be closed (closed once per schema object, its closed form
+    shared: metis/model/schema_forms.py); as written, the flag reported dropped, where it
     cannot."""
     if not tool.strict:
-        return tool.input_schema, False
-    closed, reason = closed_schema_or_reason(tool.input_schema)
+        return sent_schema(tool.input_schema), False
+    closed, reason = form(tool.input_schema, "closed_schema", closed_schema_or_reason)
     if closed is None:
         call.warn_dropped(STRICT_FLAG, f"tool {tool.name!r} is sent without strict: {reason}")
-        return tool.input_schema, False
-    return closed, True
+        return sent_schema(tool.input_schema), False
+    return sent_schema(closed), True
 
 
 def closed_schema_or_reason(schema: Any) -> tuple[Schema | None, str | None]:

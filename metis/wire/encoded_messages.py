@@ -9,7 +9,8 @@ whose encoding reported a drop is made again on every call, so each call's resul
 own drops. The kept dicts are shared by the bodies of later calls: the encoder copies the
 lists it extends, and a wire edit copies what it changes (docs/stages.md). An adapter whose
 stack has an application's own stage after ``encode`` encodes inside :func:`made_fresh`, so
-that stage's body is never shared: nothing it changes can reach another call.
+that stage's body is never shared: nothing it changes can reach another call (its tools'
+schemas included: :func:`sent_schema`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from metis.model.content import Message, ProviderRaw
 from metis.model.history import History, history_in
 from metis.model.memo import MessageMemo
 from metis.wire.codec import EncodeContext
+from metis.wire.json_limits import json_copy
 
 V = TypeVar("V")
 
@@ -113,9 +115,17 @@ _FRESH: ContextVar[bool] = ContextVar("metis_fresh_wire", default=False)
 
 @contextmanager
 def made_fresh() -> Iterator[None]:
-    """Within it, :func:`encoded` makes every message's wire form anew and keeps none."""
+    """Within it, :func:`encoded` makes every message's wire form anew and keeps none, and
+    :func:`sent_schema` copies each tool's schema."""
     token = _FRESH.set(True)
     try:
         yield
     finally:
         _FRESH.reset(token)
+
+
+def sent_schema(schema: Any) -> Any:
+    """A tool's schema as its body holds it: the very object (shared by every call that sends
+    it, as no built-in step changes it in place: metis/model/schema_forms.py), or a copy of
+    it within :func:`made_fresh`, for a stage of the application's that may."""
+    return json_copy(schema) if _FRESH.get() else schema

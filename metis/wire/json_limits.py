@@ -141,12 +141,13 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def json_copy(value: Any) -> Any:
     """A copy of a JSON value: its objects and arrays made anew all the way down; anything
-    else copied as ``copy.deepcopy`` does. A tool's schema is copied this way for each
-    request: it is JSON, checked before it reaches an encoder (:mod:`metis.adapter.sendable`),
-    so it holds no cycle. Written and read back by ``marshal`` (version 2: exact types, no
-    shared references; in C, a quarter less CPU warm than a walk in Python and 25 fewer
-    Python calls for a small schema); a value marshal cannot write (a subclass of ``str``,
-    an object of the application's) is walked instead."""
+    else copied as ``copy.deepcopy`` does. A tool's schema is copied this way for a body of
+    its own (metis/wire/encoded_messages.py ``sent_schema``): it is JSON, checked before it
+    reaches an encoder (:mod:`metis.adapter.sendable`), so it holds no cycle. Written and
+    read back by ``marshal`` (version 2: exact types, no shared references; in C, a quarter
+    less CPU warm than a walk in Python and 25 fewer Python calls for a small schema); a value
+    marshal cannot write (a subclass of ``str``, an object of the application's) is walked
+    instead."""
     try:
         return marshal.loads(marshal.dumps(value, 2))
     except ValueError:

@@ -1,5 +1,6 @@
-"""The tool definitions' text the estimate counts, made once per content: never an earlier
-rendering of a schema since changed in place, nor of another tool that compares equal."""
+"""The tool definitions' text the estimate counts, made once per schema object: never an
+earlier rendering of a schema since changed in place, nor of another tool that compares
+equal."""
 
 from __future__ import annotations
 
@@ -39,12 +40,15 @@ def test_values_python_calls_equal_are_rendered_apart() -> None:
     assert rendered(true, False) == _json(true) != rendered(one, False)
 
 
-def test_the_two_forms_are_kept_apart_and_a_tool_made_anew_is_found() -> None:
+def test_the_two_forms_are_kept_apart_and_kept_with_the_schema_object() -> None:
     tool = ToolDefinition(name="t", description="d", input_schema=_schema())
     assert rendered(tool, True) == typescript(tool)
     assert rendered(tool, False) == _json(tool)
+    assert rendered(tool, False) is rendered(tool, False)  # found by the schema object
+    renamed = tool.model_copy(update={"name": "u"})  # the same schema, another tool's text
+    assert rendered(renamed, False) == _json(renamed) != rendered(tool, False)
     again = ToolDefinition(name="t", description="d", input_schema=_schema())
-    assert rendered(again, False) is rendered(tool, False)
+    assert rendered(again, False) == rendered(tool, False)  # made anew: alike
 
 
 def test_a_schema_marshal_cannot_write_is_rendered_each_time() -> None:
@@ -53,3 +57,17 @@ def test_a_schema_marshal_cannot_write_is_rendered_each_time() -> None:
 
     tool = ToolDefinition(name="t", input_schema=Mapping(type="object"))
     assert rendered(tool, False) == _json(tool)
+
+
+def test_a_tools_count_is_kept_with_its_schema_and_counted_anew_once_changed() -> None:
+    from metis.catalog.estimate import estimate_request_tokens
+    from metis.model import CanonicalRequest, Message
+
+    tool = ToolDefinition(name="t", description="d", input_schema=_schema())
+    request = CanonicalRequest(
+        model="m", messages=[Message.user("hi")], tools=[tool], max_output_tokens=8
+    )
+    before = estimate_request_tokens(request)
+    assert estimate_request_tokens(request) == before
+    tool.input_schema["properties"]["m"] = {"type": "string", "description": "word " * 200}
+    assert estimate_request_tokens(request) > before + 100

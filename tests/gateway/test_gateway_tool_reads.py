@@ -3,7 +3,6 @@ across requests (metis/gateway/inbound.py ``tool_definition``), never one tool f
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -31,27 +30,17 @@ def _tool(schema: dict[str, Any], **more: Any) -> dict[str, Any]:
     return {"name": "get", "description": "Get it.", "input_schema": schema, **more}
 
 
-def test_the_same_tool_sent_again_is_read_once_and_each_request_has_its_own_schema() -> None:
+def test_the_same_tool_sent_again_is_read_once_into_the_very_same_tool() -> None:
+    """Every request that sends it is given the same tool, so what the steps derive from its
+    schema is made once (an application's stage that edits one in place is given its own
+    copy: tests/pipeline/test_own_schema_stage.py)."""
     schema = {"type": "object", "properties": {"city": {"type": "string"}}}
     first = _messages_tools(_tool(schema))[0]
     again = _messages_tools(_tool({"type": "object", "properties": {"city": {"type": "string"}}}))
-    assert again[0] == first
+    assert again[0] is first
     assert first == ToolDefinition(name="get", description="Get it.", input_schema=schema)
-    assert again[0].input_schema is not first.input_schema
+    assert first.input_schema is not schema  # not the client's body's dict
     assert list(inbound._TOOLS.values()).count(first) == 1  # kept once, by its content
-
-
-def test_an_in_place_edit_of_one_requests_schema_does_not_reach_the_next() -> None:
-    """A stage of the application's that edits a tool's schema in place (against the house
-    rule, but an application's stage may) changes its own request's alone: the kept tool
-    once handed every request the same dict."""
-    sent = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-    for _ in range(3):  # the first read, and reads of the kept tool
-        tool = _messages_tools(_tool(json.loads(json.dumps(sent))))[0]
-        assert tool.input_schema == sent
-        tool.input_schema["properties"]["city"]["type"] = "number"
-        tool.input_schema["required"].append("country")
-        tool.input_schema["extra"] = True
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,7 @@ from metis.model.response import StopKind
 from metis.pipeline.call import Call
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import get_codec
+from metis.wire.encoded_messages import made_fresh
 from metis.wire.openai_chat import codec
 from tests.helpers import make_call as call_for
 from tests.helpers import recording_call
@@ -420,8 +421,13 @@ def test_encode_does_not_mutate_the_request() -> None:
     )
     before = req.model_dump()
     body = encode(req)
-    body["tools"][0]["function"]["parameters"]["mutated"] = True
+    # the tool's schema is sent as the very object (no step changes it in place: docs/stages.md)
+    assert body["tools"][0]["function"]["parameters"] is req.tools[0].input_schema
     body["response_format"]["json_schema"]["schema"]["mutated"] = True
+    assert req.model_dump() == before
+    with made_fresh():  # an application's own stage follows encode: a body of its own
+        body = encode(req)
+    body["tools"][0]["function"]["parameters"]["mutated"] = True
     assert req.model_dump() == before
 
 

@@ -50,6 +50,7 @@ from metis.pipeline.call import Call
 from metis.stages.policy.invariants import StreamChecker
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import get_codec
+from metis.wire.encoded_messages import made_fresh
 from metis.wire.framing.sse import SSEDecoder
 from metis.wire.openai_responses import OpenAIResponsesCodec
 from tests.helpers import make_call as call_for
@@ -574,6 +575,9 @@ def test_encode_does_not_mutate_the_request() -> None:
     )
     before = request.model_dump()
     body = codec.encode(request, make_call())
+    assert body["tools"][0]["parameters"] is request.tools[0].input_schema  # shared, never edited
+    with made_fresh():  # an application's own stage follows encode: a body of its own
+        body = codec.encode(request, make_call())
     body["tools"][0]["parameters"]["x"] = 1
     assert request.model_dump() == before
 

@@ -683,14 +683,27 @@ async def test_a_schema_converted_before_is_the_same_strict_schema_and_a_new_obj
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     stage = StrictSchema()
+    schema = copy.deepcopy(READ)
+    bodies = []
+    for _ in range(2):
+        captured, _ = await _drive(stage, _request({"tools": [_tool("Read", schema)]}), [])
+        bodies.append(captured[0].body)
+    first, second = (body["tools"][0]["function"]["parameters"] for body in bodies)
+    assert first is second and first == to_strict_schema(READ)  # made once for the schema
+    made_anew, _ = await _drive(stage, _request({"tools": [_tool("Read", READ)]}), [])
+    assert made_anew[0].body["tools"][0]["function"]["parameters"] == first  # equal, its own
+    schema["properties"]["limit"]["type"] = "string"  # the schema changed in place: anew
+    changed, _ = await _drive(stage, _request({"tools": [_tool("Read", schema)]}), [])
+    assert changed[0].body["tools"][0]["function"]["parameters"] == to_strict_schema(schema)
+    stage.fresh_wire = True  # an application's stage follows: each body's strict schema its own
     bodies = []
     for _ in range(2):
         captured, _ = await _drive(stage, _request({"tools": [_tool("Read", READ)]}), [])
         bodies.append(captured[0].body)
     first, second = (body["tools"][0]["function"]["parameters"] for body in bodies)
-    assert first == second == to_strict_schema(READ)
     first["properties"]["limit"]["type"] = "string"  # an edit of one request's body ...
-    assert second["properties"]["limit"] != {"type": "string"}  # ... is not another's
+    assert second == to_strict_schema(READ)  # ... is not another's
+    stage.fresh_wire = False
     third, _ = await _drive(stage, _request({"tools": [_tool("Read", READ)]}), [])
     assert third[0].body["tools"][0]["function"]["parameters"] == to_strict_schema(READ)
     loose = {"type": "object", "additionalProperties": {"type": "string"}}  # cannot be strict

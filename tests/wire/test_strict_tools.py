@@ -360,3 +360,25 @@ async def test_a_converse_model_without_structured_output_is_refused_before_send
             with pytest.raises(metis.CapabilityError, match="output schema"):
                 await adapter.complete(request)
         assert emulator.bodies(platforms.target("bedrock")) == []
+
+
+def test_a_tools_closed_schema_is_made_once_and_copied_for_a_body_of_its_own() -> None:
+    from metis.wire.closed_schema import strict_input_schema
+    from metis.wire.encoded_messages import made_fresh
+
+    tool = ToolDefinition(name="get", input_schema=_copy(SCHEMA), strict=True)
+    first, strict = strict_input_schema(tool, recording_call())
+    again, _ = strict_input_schema(tool, recording_call())
+    assert strict and first is again and first == closed_schema_or_reason(SCHEMA)[0]
+    with made_fresh():  # an application's own stage follows encode: its own copy
+        own, _ = strict_input_schema(tool, recording_call())
+    assert own == first and own is not first
+    tool.input_schema["properties"]["extra"] = {"type": "string"}  # changed in place: anew
+    changed, _ = strict_input_schema(tool, recording_call())
+    assert changed is not first and "extra" in changed["properties"]
+
+
+def _copy(value: dict[str, Any]) -> dict[str, Any]:
+    import copy
+
+    return copy.deepcopy(value)

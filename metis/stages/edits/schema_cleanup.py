@@ -24,6 +24,7 @@ from collections import defaultdict
 from typing import Any
 
 from metis.model.request import CanonicalRequest
+from metis.model.schema_forms import form
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
 from metis.stages.options import SchemaCleanupOptions
@@ -66,7 +67,7 @@ class SchemaCleanup(RequestStage[CanonicalRequest]):
         update: dict[str, Any] = {}
         tools = []
         for tool in request.tools:
-            cleaned, removed = self.clean(tool.input_schema)
+            cleaned, removed = form(tool.input_schema, self._form_key(), self.clean)
             if removed:
                 _warn(call, f"tool {tool.name!r}", removed, tool=tool.name)
             if cleaned is not tool.input_schema:
@@ -81,6 +82,12 @@ class SchemaCleanup(RequestStage[CanonicalRequest]):
             if cleaned is not request.output_schema:
                 update["output_schema"] = cleaned
         return request.model_copy(update=update) if update else request
+
+    def _form_key(self) -> tuple[Any, ...]:
+        """What a tool's cleaned schema depends on beside the schema: kept with it
+        (:mod:`metis.model.schema_forms`), the same object for every call that sends it."""
+        o = self.options
+        return (self.name, *o.remove, o.inline_refs, o.nullable_type_lists, o.quiet_closed_objects)
 
     def clean(self, schema: Schema) -> tuple[Schema, dict[str, list[str]]]:
         """``schema`` without the listed keywords (the very same object when nothing changed),

@@ -25,11 +25,13 @@ from typing import Any
 
 from metis.model.content import ToolUseBlock
 from metis.model.events import MessageComplete, StreamEvent, ToolUseEnd
+from metis.model.schema_forms import prepared
 from metis.model.tool_fit import STRICT_FLAG
 from metis.pipeline.call import Call
 from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.request import WireRequest
 from metis.stages.options import StrictSchemaOptions
+from metis.wire.json_limits import json_copy
 from metis.wire.strict_schema import Schema, strict_schema_or_reason, to_strict_schema
 from metis.wire.strict_schema_nulls import strip_optional_nulls
 
@@ -48,6 +50,8 @@ class StrictSchema(EventHook[WireRequest]):
     Options = StrictSchemaOptions
 
     options: StrictSchemaOptions
+    fresh_wire = False
+    """Set when an application's own stage follows: each converted schema a copy of its own."""
 
     async def open(self, request: WireRequest, call: Call) -> tuple[WireRequest, Watch | None]:
         request, originals = self.convert(request, call)
@@ -89,7 +93,7 @@ class StrictSchema(EventHook[WireRequest]):
         name = function.get("name")
         # An omitted ``parameters`` is OpenAI's "no parameters": the empty object.
         params = function.get("parameters", {"type": "object", "properties": {}})
-        converted, reason, original = _strict(params)
+        converted, reason, original = _strict_tool(params, self.fresh_wire)
         if converted is None and function.get("strict") is True:  # the caller asked for it
             call.warn_dropped(STRICT_FLAG, f"tool {name!r} is sent without strict: {reason}")
             kept = {k: v for k, v in function.items() if k != "strict"}
@@ -157,11 +161,35 @@ def _restore_blocks(blocks: list[Any], originals: dict[str, Schema]) -> list[Any
 
 
 _CONVERTED: dict[bytes | str, tuple[bytes | None, str | None, Schema]] = {}
-"""Each schema converted so far, by its marshal form (version 2: every part's exact type, no
-references that vary with refcounts; its JSON text for a schema marshal cannot write): the
-strict schema's marshal form, or the reason it has none, and the schema itself as read from
-its JSON text. A request sends the same tools call after call."""
+"""Each response format's schema converted so far, by its marshal form (version 2: every
+part's exact type, no references that vary with refcounts; its JSON text for a schema marshal
+cannot write): the strict schema's marshal form, or the reason it has none, and the schema
+itself as read from its JSON text. The encoder makes that schema anew for each request."""
 _CONVERTED_AT_MOST = 256
+_STRICT_FORM = "strict_schema"
+
+
+def _strict_tool(schema: Any, fresh: bool) -> tuple[Schema | None, str | None, Schema | None]:
+    """:func:`_strict` of a tool's parameters, kept with the schema object
+    (:mod:`metis.model.schema_forms`): a tool's schema is the very object its canonical tool
+    holds, call after call, so its strict form is made once and shared by every body that
+    sends it (a copy of its own when ``fresh``: an application's stage follows), and the
+    caller's schema given for the watch is the record's own copy (only read)."""
+    record = prepared(schema)
+    if record is None:
+        return _strict(schema)
+    kept = record.forms.get(_STRICT_FORM)
+    if kept is None:
+        converted, reason = strict_schema_or_reason(schema)
+        try:  # (a schema the sendable check passed is JSON: never fails)
+            converted = None if converted is None else json.loads(json.dumps(converted))
+        except (TypeError, ValueError):
+            return _strict(schema)
+        kept = record.forms[_STRICT_FORM] = (converted, reason)
+    converted, reason = kept
+    if fresh and converted is not None:
+        converted = json_copy(converted)
+    return converted, reason, record.held
 
 
 def _strict(schema: Any) -> tuple[Schema | None, str | None, Schema | None]:

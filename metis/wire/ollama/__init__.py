@@ -46,6 +46,7 @@ from metis.model.knobs import ReasoningEffort
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolDefinition
 from metis.wire.codec import Codec, EncodeContext
+from metis.wire.encoded_messages import sent_schema
 from metis.wire.knobs.forms import effort_of
 from metis.wire.knobs.reasoning import nearest_level
 from metis.wire.knobs.sampling import sampling_fields
@@ -228,7 +229,7 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     function: dict[str, Any] = {"name": tool.name}
     if tool.description:
         function["description"] = tool.description
-    function["parameters"] = tool.input_schema
+    function["parameters"] = sent_schema(tool.input_schema)
     return {"type": "function", "function": function}
 
 

@@ -34,7 +34,7 @@ from metis.model.content import (
 )
 from metis.model.request import ToolDefinition
 from metis.wire.codec import EncodeContext
-from metis.wire.json_limits import json_copy
+from metis.wire.encoded_messages import sent_schema
 from metis.wire.media import project_attachments
 from metis.wire.opaque import own_item, place_of, sent_back
 from metis.wire.openai_cache import BREAKPOINT, hinted, text_part
@@ -206,7 +206,7 @@ def tool_definition(tool: ToolDefinition) -> dict[str, Any]:
     function: dict[str, Any] = {"name": tool.name}
     if tool.description:
         function["description"] = tool.description
-    function["parameters"] = json_copy(tool.input_schema)
+    function["parameters"] = sent_schema(tool.input_schema)
     if tool.strict is not None:  # else the strict_schema stage decides
         function["strict"] = tool.strict
     return {"type": "function", "function": function}

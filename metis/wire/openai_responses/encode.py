@@ -47,7 +47,7 @@ from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.codec import EncodeContext
 from metis.wire.compaction import responses_fields
-from metis.wire.json_limits import json_copy
+from metis.wire.encoded_messages import sent_schema
 from metis.wire.knobs.forms import effort_of
 from metis.wire.media import refuse_block
 from metis.wire.opaque import elsewhere, own_item
@@ -329,7 +329,7 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "function", "name": tool.name}
     if tool.description:
         out["description"] = tool.description
-    out["parameters"] = json_copy(tool.input_schema)
+    out["parameters"] = sent_schema(tool.input_schema)
     # The API's default is strict: true, which refuses most schemas as written: a tool goes
     # strict only when it asks to, its schema then made strict (and the nulls strict mode makes
     # the model send for optional keys taken out again) by the strict_schema stage.

@@ -1,11 +1,10 @@
 """Canonical request -> provider JSON, driven by ``message_schema`` and ``request_schema``.
 
-Each content block is rendered with its template; a block with no template (an image where
-the schema has no ``image_template``, say) is dropped whole with one ``call.warn_dropped``.
-Files and the media of tool results are rendered by :mod:`metis.wire.schema.files`.
-Tool results need the called tool's name on some wires (``{tool_name}``): it is looked up by
-id in the request's own history, and when the id matches no call there, by position among the
-calls of the assistant turn before it.
+Each content block is rendered with its template; a block with no template (an image where the
+schema has no ``image_template``, say) is dropped whole with one ``call.warn_dropped``. Files
+and the media of tool results are rendered by :mod:`metis.wire.schema.files`. Tool results need
+the called tool's name on some wires (``{tool_name}``), found by id in the request's own
+history, else by position among the calls of the assistant turn before.
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ from metis.model.content import (
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest
 from metis.wire.codec import EncodeContext
+from metis.wire.encoded_messages import sent_schema
 from metis.wire.knobs.sampling import sampling_fields
 from metis.wire.media import Attachment, cannot_carry
 from metis.wire.opaque import sent_back
@@ -339,7 +339,7 @@ class Encoder:
                 {
                     "name": tool.name,
                     "description": tool.description or None,
-                    "input_schema": tool.input_schema,
+                    "input_schema": sent_schema(tool.input_schema),
                 }
             )
             for tool in request.tools
