@@ -304,6 +304,18 @@ def test_body_tool_call_without_id_gets_a_minted_id(tool_id: str | None) -> None
     assert tools[0].id != tools[1].id and tools[0].input == {"city": "Paris"}
 
 
+def test_body_tool_call_id_that_is_a_number_is_read_as_its_digits() -> None:
+    """Text Generation Inference 1.4 (huggingface/huggingface_hub's recordings) numbered its
+    calls and sent their arguments as an object; the reply crashed on the id."""
+    call = {"id": 2, "type": "function", "function": {"name": "f", "arguments": {"unit": "c"}}}
+    done = parse(body({"content": None, "tool_calls": [call]}, "eos_token"))
+    (tool,) = done.final_content
+    assert isinstance(tool, ToolUseBlock) and (tool.id, tool.input) == ("2", {"unit": "c"})
+    for odd in (2.5, True, ["x"]):
+        with pytest.raises(ProtocolError, match=r"tool_calls\[\]\.id"):
+            parse(body({"content": None, "tool_calls": [{**call, "id": odd}]}, "tool_calls"))
+
+
 def test_streamed_tool_call_without_id_gets_one_id_for_all_its_fragments() -> None:
     events = stream(
         [

@@ -14,7 +14,8 @@ Sans-IO helpers for :mod:`metis.wire.openai_chat`'s parsers:
 - a whole reply with an empty ``finish_reason`` (Snowflake Cortex) or none (OpenRouter relaying
   some providers): its end, by its tool calls or as a turn's end.
 - usage with cache writes (``prompt_tokens_details.cache_write_tokens``).
-- tool calls without an ``id``: one is minted.
+- tool calls without an ``id``: one is minted; an ``id`` that is a whole number (Text Generation
+  Inference 1.4) is read as its digits.
 - one reply split into ``choices`` that name no ``index`` (GitHub Copilot: a Claude model's
   text in one, its tool calls in the next): read as the one reply they are pieces of.
 - ``content`` as a JSON object (Cloudflare Workers AI's answer to a ``json_schema``
@@ -235,6 +236,8 @@ def tool_call_id(item: dict[str, Any]) -> str:
     value = item.get("id")
     if value is None or value == "":
         return f"call_{new_ulid()}"
+    if value.__class__ is int:  # Text Generation Inference 1.4 numbered its calls
+        return str(value)
     return text_value(value, "tool_calls[].id")
 
 
