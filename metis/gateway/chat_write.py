@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from metis.gateway.provenance import call_signature
 from metis.gateway.sse import DONE, BlockWriter, data, dumps, new_id, now, object_head, quoted
 from metis.histories.blocks import chat_annotations
 from metis.model.content import TextBlock, ThinkingBlock, ToolUseBlock
@@ -97,6 +98,7 @@ def write_completion(
             "id": b.id,
             "type": "function",
             "function": {"name": b.name, "arguments": dumps(b.input)},
+            **call_signature(b),
         }
         for b in response.content
         if isinstance(b, ToolUseBlock)
@@ -236,13 +238,26 @@ class ChunkStream(BlockWriter):
             self.base.update(_tier_member(item.usage))
         if self.legacy and finish == "tool_calls":
             finish = "function_call"
-        out = self._chunk({}, finish)
+        out = b"" if self.legacy else self._signatures(item.final_content)
+        out += self._chunk({}, finish)
         if self.include_usage:
             out += data({**self.base, "choices": [], "usage": usage(item.usage)})
         return out + DONE
 
     def error(self, status: int, body: dict[str, Any]) -> bytes:
         return data(body)
+
+    def _signatures(self, content: list[Any]) -> bytes:
+        """The calls' thought signatures, known whole at the end, each on a fragment of its
+        call (by ``index``, with empty arguments: the openai SDK's stream helper asserts a
+        function fragment has a ``function``) before the finish."""
+        calls = [block for block in content if isinstance(block, ToolUseBlock)]
+        signed = [
+            {"index": index, "function": {"arguments": ""}, **extra}
+            for index, block in enumerate(calls)
+            if (extra := call_signature(block))
+        ]
+        return self._chunk({"tool_calls": signed}) if signed else b""
 
 
 def _refusal(role: dict[str, Any]) -> dict[str, Any]:
