@@ -240,14 +240,19 @@ _load, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def __getattr__(name: str) -> Any:
-    if name == "histories":  # metis.histories.from_openai_chat(...), as errors name it
-        return importlib.import_module("metis.histories")
     if name in _MOVED:
         warn_deprecated(f"metis.{name}", f"{_MOVED[name]}.{name}")
         return getattr(importlib.import_module(_MOVED[name]), name)
     if name in _RENAMED:
         warn_deprecated(f"metis.{name}", f"metis.{_RENAMED[name]}")
         return __getattr__(_RENAMED[name])
+    if name in _EXPORTS or name[:1] == "_":
+        return _load(name)
+    try:  # a subpackage, as the docs and errors name it: metis.telemetry.set_default_sink(...)
+        return importlib.import_module(f"metis.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"metis.{name}":
+            raise  # metis has the module; a library it needs (an extra) is not installed
     return _load(name)
 
 

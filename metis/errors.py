@@ -216,6 +216,10 @@ class AuthError(AdapterError):
     """The provider refused the credentials (401, 403, an expired token). Not retried."""
 
     error_class = ErrorClass.AUTH
+    claims: str | None = None
+    """The claims a 401's ``WWW-Authenticate`` challenge asks a new token to carry
+    (``error="insufficient_claims"``: Microsoft Entra ID's Continuous Access Evaluation),
+    decoded; None when it asks none."""
 
 
 class ServerError(AdapterError):

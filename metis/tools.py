@@ -44,9 +44,9 @@ import anyio.to_thread
 
 from metis.core.raised import first_raised
 from metis.errors import ConfigError, InvalidRequestError
+from metis.model import CanonicalResponse, MessageComplete
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import ToolDefinition
-from metis.model.response import CanonicalResponse
 from metis.model.server_tools import ServerToolLike
 from metis.tool_making import AnyTool, Tool, tool, tool_list, tools_by_name
 from metis.tool_results import failed, result_of, timed_out, unrunnable
@@ -63,7 +63,7 @@ __all__ = [
 
 
 async def arun_tools(
-    reply: CanonicalResponse | Message,
+    reply: CanonicalResponse | Message | MessageComplete,
     tools: Sequence[AnyTool | ToolDefinition | ServerToolLike | Callable[..., Any]],
     *,
     timeout_seconds: float | None = None,
@@ -89,7 +89,7 @@ async def arun_tools(
 
 
 def run_tools(
-    reply: CanonicalResponse | Message,
+    reply: CanonicalResponse | Message | MessageComplete,
     tools: Sequence[AnyTool | ToolDefinition | ServerToolLike | Callable[..., Any]],
     *,
     timeout_seconds: float | None = None,
@@ -179,11 +179,10 @@ def _checked(reply: object, tools: object) -> tuple[list[ToolUseBlock], dict[str
     """The tool calls of ``reply``, and the functions of ``tools`` by name (a provider's own
     tools and bare definitions left out: nothing here runs them, as in a session's run);
     either not what it should be an InvalidRequestError, as ``complete(tools=...)`` says."""
+    reply = reply.message if isinstance(reply, MessageComplete) else reply  # a stream's end
     if not isinstance(reply, CanonicalResponse | Message):
-        got = type(reply).__name__
-        raise InvalidRequestError(
-            f"reply: expected a CanonicalResponse or an assistant Message, got {got}"
-        )
+        what = "a CanonicalResponse, a stream's MessageComplete or an assistant Message"
+        raise InvalidRequestError(f"reply: expected {what}, got {type(reply).__name__}")
     mine = [t for t in tool_list(tools) if not isinstance(t, ToolDefinition | ServerToolLike)]
     calls = [block for block in reply.content if isinstance(block, ToolUseBlock)]
     return calls, tools_by_name(mine)

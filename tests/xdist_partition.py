@@ -63,6 +63,7 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 1 
         "tests/gateway/test_gateway_provider_param.py",
         "tests/gateway/test_gateway_pydantic_ai.py",
         "tests/gateway/test_gateway_reasoning_carried.py",
+        "tests/gateway/test_gateway_refusal_explained.py",
         "tests/gateway/test_gateway_responses_kept.py",
         "tests/gateway/test_gateway_responses_owners.py",
         "tests/gateway/test_gateway_sampling.py",

@@ -145,7 +145,7 @@ def complete(
     works inside a running event loop too (a notebook); Ctrl-C cancels the call. In async code
     use ``await metis.acomplete(...)``.
     """
-    check_call_options("complete", options)
+    check_call_options("complete", options, "output_type")
     loop = _blocking_loop("complete", model)
     return loop.call(functools.partial(_acomplete, model, messages, output_type, options))
 
@@ -175,7 +175,7 @@ async def acomplete(
     **options: Unpack[CallOptions],
 ) -> CanonicalResponse | T:
     """:func:`complete` in async code (asyncio or trio): the same arguments and options."""
-    check_call_options("acomplete", options)
+    check_call_options("acomplete", options, "output_type")
     return await _acomplete(model, messages, output_type, options)
 
 

@@ -32,6 +32,7 @@ import anyio
 from anyio.from_thread import BlockingPortal
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from metis.calls.async_stream import warn_unread
 from metis.errors import BlockingCallError
 
 T = TypeVar("T")
@@ -42,16 +43,23 @@ class BlockingStream(Iterator[T]):
     when it is closed: ``with metis.stream(...) as events: for event in events: ...`` (or
     :meth:`close`); read to its end, it closes itself."""
 
-    __slots__ = ("_events",)
+    __slots__ = ("_events", "_read")
 
     def __init__(self, events: Generator[T, None, None]) -> None:
         self._events = events
+        self._read = False
+
+    def __del__(self) -> None:
+        if not self._read:
+            warn_unread()
 
     def __next__(self) -> T:
+        self._read = True
         return next(self._events)
 
     def close(self) -> None:
         """End the stream (a session's turn keeps what its caller was given); again: nothing."""
+        self._read = True
         self._events.close()
 
     def __enter__(self) -> BlockingStream[T]:

@@ -12,8 +12,9 @@ from metis.stacks.loader import builtin_stacks, load_stack
 
 
 def with_cost(response: CanonicalResponse) -> CanonicalResponse:
-    """``response`` with its ``cost_usd`` set."""
-    return response.model_copy(update={"cost_usd": priced(response).usd})
+    """``response`` with its ``cost_usd`` and ``cost_known`` set."""
+    cost = priced(response)
+    return response.model_copy(update={"cost_usd": cost.usd, "cost_known": cost.priced})
 
 
 def priced(response: CanonicalResponse) -> Cost:

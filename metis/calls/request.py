@@ -12,7 +12,7 @@ from metis.calls.notes import call_note as call_note
 from metis.calls.notes import unknown_model_note as unknown_model_note
 from metis.calls.option_types import check_forced_tool, check_option_types, check_provider_keys
 from metis.calls.structured_reply import validated as validated
-from metis.core.options import check_options
+from metis.core.options import check_options, nearest_option
 from metis.errors import (
     ConfigError,
     InvalidRequestError,
@@ -90,7 +90,14 @@ OPTIONS = CallOptions.__optional_keys__
 _HINTS = {
     "stream": "for a streamed call use metis.stream(...) or metis.astream(...)",
     "model": "the model is the first argument: metis.complete('provider:model', messages)",
+    "stream_options": "metis asks each provider for what its stream needs, usage included",
+    "custom_llm_provider": "the provider is the model string's stack: 'anthropic:model-name'",
+    "fallbacks": "a metis.routing.Router of models stands where the model goes (docs/routing.md)",
 }
+_BODY_FIELD = (
+    "a field of one provider's own request goes in provider_options={{'openai': {{{name!r}: "
+    "...}}}}, sent to that provider only (docs/contract.md §13); its options are: "
+)
 _UNSENT = ("n", "logprobs")
 MESSAGES_HINT = (
     "the messages are the call's second argument: metis.{call}('provider:model', 'Hi') "
@@ -110,6 +117,9 @@ def check_call_options(what: str, options: Mapping[str, Any], *also: str) -> Non
         hints = {name: text + ", ".join(sorted(known)) for name, text in unsent.items()}
         hints |= settings_hints(set(options) - known)
         hints |= {name: MESSAGES_HINT.format(call=what) for name in _PROMPT_NAMES}
+        for name in set(options) - known - hints.keys() - _HINTS.keys():
+            if nearest_option(name, known) is None:  # a wire field: user=, metadata=
+                hints[name] = _BODY_FIELD.format(name=name) + ", ".join(sorted(known))
         check_options(f"metis.{what}()", options, known, {**hints, **_HINTS})
     check_option_types(options)
 

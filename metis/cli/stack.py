@@ -158,12 +158,15 @@ def capabilities_text(caps: AdapterCapabilities) -> str:
 def endpoint_text(spec: StackSpec) -> str:
     """Where the stack sends, with the base URL the SDK's variable gives when it is set (as
     an adapter built now would), and the variable named either way."""
-    from metis.pipeline.endpoint import without_overlap
+    from metis.pipeline.endpoint import sdk_root_path, without_overlap
 
     variable = spec.endpoint.base_url_env
     given = spec.endpoint.env_base_url()
-    base = without_overlap(given, spec.endpoint.path) if given else spec.endpoint.base_url
-    text = f"POST {base.rstrip('/')}{spec.endpoint.path}"
+    path = spec.endpoint.path
+    if given and spec.endpoint.versioned_base_url:
+        path = sdk_root_path(given, path)
+    base = without_overlap(given, path) if given else spec.endpoint.base_url
+    text = f"POST {base.rstrip('/')}{path}"
     if spec.endpoint.stream_path:
         text += f" (streamed: {spec.endpoint.stream_path})"
     if variable:

@@ -42,6 +42,7 @@ ALIASES: Mapping[str, str] = {
     "output_model": "output_type",
     "key": "api_key",
     "api_base": "base_url",
+    "extra_body": "provider_options",
     "base": "base_url",
     "reasoning": "thinking",
     "reasoning_effort": "thinking",
@@ -95,7 +96,41 @@ def check_options(
     for option in given:
         if option not in known:
             hint = hints.get(option) if hints else None
+            if hint is None and isinstance(given, Mapping):
+                hint = output_hint(option, given[option], known)
             raise UnknownOptionError(where, option, known, hint)
+
+
+STRUCTURED = frozenset({"response_format", "response_model", "result_type", "output_model"})
+"""Other libraries' names for structured output, answered by what their value is."""
+
+
+def output_hint(option: str, value: object, known: Collection[str]) -> str | None:
+    """Where a structured-output value given under another library's name goes: a type is
+    ``output_type`` (or its schema, where only ``output_schema`` is taken), OpenAI's
+    ``response_format`` dict the schema inside it; None for anything else."""
+    if option not in STRUCTURED:
+        return None
+    if isinstance(value, type):
+        name = value.__name__
+        if "output_type" in known:
+            return f"did you mean 'output_type'? (output_type={name}: the reply as a {name})"
+        schema = (
+            f"{name}.model_json_schema()"
+            if hasattr(value, "model_json_schema")
+            else (f"pydantic.TypeAdapter({name}).json_schema()")
+        )
+        return (
+            f"a type is output_type=, which complete(), acomplete() and Session.run() take; "
+            f"here give its JSON schema: output_schema={schema}"
+        )
+    if isinstance(value, Mapping) and value.get("type") in ("json_schema", "json_object"):
+        return (
+            "did you mean 'output_schema'? It takes the JSON schema itself (OpenAI's "
+            "response_format['json_schema']['schema']), or a type as output_type=; JSON with "
+            "no schema is not an option of metis"
+        )
+    return None
 
 
 def keyword_names(function: Callable[..., object]) -> frozenset[str]:

@@ -146,11 +146,15 @@ def stop_reason(reason: StopReason) -> str:
 
 
 def stop_details(reason: StopReason) -> dict[str, Any]:
-    """A refusal's ``stop_details`` (its category, when known; a content filter's stop is
-    written as a refusal too, of no category); nothing for another stop."""
+    """A refusal's ``stop_details`` (its category, when known, and its explanation, when
+    given; a content filter's stop is written as a refusal too, of no category); nothing for
+    another stop."""
     if stop_reason(reason) != "refusal":
         return {}
-    return {"stop_details": {"type": "refusal", "category": reason.category}}
+    details = {"type": "refusal", "category": reason.category}
+    if reason.explanation is not None:
+        details["explanation"] = reason.explanation
+    return {"stop_details": details}
 
 
 def own(raw: ProviderRaw | None) -> dict[str, Any] | None:

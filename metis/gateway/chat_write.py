@@ -87,7 +87,7 @@ def write_completion(
     message: dict[str, Any] = {
         "role": "assistant",
         "content": "".join(b.text for b in texts) if texts else None,
-        "refusal": None,
+        "refusal": response.stop_reason.explanation,
         "annotations": chat_annotations(texts, "content"),
     }
     thoughts = [b.thinking for b in response.content if isinstance(b, ThinkingBlock)]
@@ -239,6 +239,8 @@ class ChunkStream(BlockWriter):
         if self.legacy and finish == "tool_calls":
             finish = "function_call"
         out = b"" if self.legacy else self._signatures(item.final_content)
+        explained = item.stop_reason.explanation
+        out += self._chunk({"refusal": explained}) if explained else b""
         out += self._chunk({}, finish)
         if self.include_usage:
             out += data({**self.base, "choices": [], "usage": usage(item.usage)})

@@ -6,13 +6,15 @@ Only OpenAI's Responses API compacts on request, so a model of an ``openai_respo
 has the request passed through to its own compact endpoint as the client wrote it (the model
 renamed, a ``previous_response_id`` served from the gateway's store, thinking given back its
 form), with the key's models, rate, places and budget (charged the pass's usage), the
-deadline and the client's disconnect. metis has no compaction of its own to put in its place
+deadline and the client's disconnect; an answer with no usable usage is charged its
+input's estimate, as a reply with none is. metis has no compaction of its own to put in its place
 for other models (Anthropic compacts within a call, past a trigger: docs/sessions.md), so
 any other model is a 400 in OpenAI's shape that says so."""
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from starlette.requests import Request
@@ -35,6 +37,9 @@ from metis.gateway.service import dropped_headers
 from metis.gateway.store import Owner
 from metis.model.response import TokenUsage
 from metis.wire.compaction import responses_compact_usage
+from metis.wire.response_reader import body_tokens
+
+log = logging.getLogger("metis")
 
 COMPACT = "POST /v1/responses/compact"
 """The endpoint, as the metrics name it."""
@@ -54,7 +59,7 @@ async def compact(passer: PassThrough, request: Request) -> Response:
         work = provider_answer(passer, passing, "/compact", request.headers)
         answer = await until_disconnect(request, work)
         if answer is not None:
-            usage = responses_compact_usage(answer, passing.adapter.name)
+            usage = responses_compact_usage(answer, passing.adapter.name) or _estimated(passing)
     finally:
         if key is not None:
             await gateway.keys.release(key, charged, usage)
@@ -65,6 +70,17 @@ async def compact(passer: PassThrough, request: Request) -> Response:
     served(gateway, "responses", model, passing.started, COMPACT)
     headers = {PATH_HEADER: "pass-through", **dropped_headers(passing.reported)}
     return Response(json.dumps(answer), media_type=JSON, headers=headers)
+
+
+def _estimated(passing: Passing) -> TokenUsage:
+    """The pass's usage when the answer reports none, so the key is charged for it all the
+    same: the input estimated from the body sent, as a reply's with no usage is."""
+    log.warning(
+        "%s reported no usable token usage for a compaction; estimated it",
+        passing.adapter.name,
+        extra={"event": "metis.usage_estimated", "adapter": passing.adapter.name},
+    )
+    return TokenUsage(input_tokens=body_tokens(passing.body), estimated=True)
 
 
 def _planned(

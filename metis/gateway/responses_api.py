@@ -21,6 +21,7 @@ from metis.gateway.responses_items import (
     cut_short,
     own,
     reasoning_item,
+    refusal_item,
     response_object,
     server_item,
     summarized,
@@ -252,9 +253,11 @@ class ResponseStream(BlockWriter):
         return out + self._emit(f"{name}.completed", **where)
 
     def complete(self, item: MessageComplete) -> bytes:
+        explained = item.stop_reason.explanation
+        out = self.whole(refusal_item(explained)) if explained is not None else b""
         final = self.final = self._response(item.stop_reason, item.usage)
         kind = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
-        return self._emit(kind, response=final)
+        return out + self._emit(kind, response=final)
 
     def error(self, status: int, body: dict[str, Any]) -> bytes:
         failed = {**self._response(StopReason(kind=StopKind.ERROR)), "status": "failed"}

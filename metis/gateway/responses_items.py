@@ -23,7 +23,7 @@ from metis.model.content import (
     ThinkingBlock,
     ToolUseBlock,
 )
-from metis.model.response import StopKind, StopReason, TokenUsage
+from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
 from metis.model.server_tools import ServerToolCallBlock, ServerToolResultBlock
 
 RESPONSES = "openai_responses"
@@ -75,6 +75,18 @@ def text_item(
         "type": "message",
         "status": status,
         "content": content,
+        "role": "assistant",
+    }
+
+
+def refusal_item(explanation: str, item_id: str | None = None) -> dict[str, Any]:
+    """A message of a refusal's words, as the Responses API writes a refusal: a ``refusal``
+    part (another provider's explanation of its refusal, Anthropic's ``stop_details``)."""
+    return {
+        "id": item_id or new_id("msg_"),
+        "type": "message",
+        "status": "completed",
+        "content": [{"type": "refusal", "refusal": explanation}],
         "role": "assistant",
     }
 
@@ -139,6 +151,16 @@ def output_items(
         elif isinstance(block, ServerToolCallBlock) and (item := server_item(block, content)):
             items.append(item)
     return items
+
+
+def reply_items(
+    response: CanonicalResponse, inbound: Inbound, response_id: str
+) -> list[dict[str, Any]]:
+    """The output items of a whole reply: its content's, and a refusal item where its stop
+    explains its refusal."""
+    explained = response.stop_reason.explanation
+    refused = [refusal_item(explained)] if explained is not None else []
+    return output_items(response.content, inbound, response_id) + refused
 
 
 def server_item(

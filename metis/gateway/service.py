@@ -218,7 +218,7 @@ class Gateway:
             body = chat_write.write_completion(response, model, legacy)
         else:
             response_id = new_id("resp_")
-            output = responses_items.output_items(response.content, prepared.inbound, response_id)
+            output = responses_items.reply_items(response, prepared.inbound, response_id)
             body = responses_items.response_object(
                 prepared.inbound, model, response_id, output, response.stop_reason, response.usage
             )

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from metis.model.citation import Citation
-from metis.model.content import ContentBlock
-from metis.model.response import DroppedContent, StopReason, TokenUsage
+from metis.model.content import ContentBlock, Message, TextBlock, ToolUseBlock
+from metis.model.response import DroppedContent, StopReason, TokenUsage, reply_message
 from metis.model.server_tools import ServerToolCallBlock, ServerToolResultBlock
 
 
@@ -155,6 +155,22 @@ class MessageComplete(StreamEvent):
     model: str | None = None
     warnings: list[DroppedContent] = field(default_factory=list)
     """What the call left out, and why: set when the event leaves the adapter."""
+
+    @property
+    def text(self) -> str:
+        """The reply's text blocks, joined, as :attr:`CanonicalResponse.text`."""
+        return "".join(b.text for b in self.final_content if isinstance(b, TextBlock))
+
+    @property
+    def tool_calls(self) -> list[ToolUseBlock]:
+        """The tool calls the reply makes, in order; ``metis.run_tools(event, tools)`` runs
+        them, as a folded reply's."""
+        return [b for b in self.final_content if isinstance(b, ToolUseBlock)]
+
+    @property
+    def message(self) -> Message:
+        """The reply as the next assistant message, as :attr:`CanonicalResponse.message`."""
+        return reply_message(self.final_content, self.stop_reason)
 
 
 BLOCK_EVENTS = (

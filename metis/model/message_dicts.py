@@ -102,9 +102,10 @@ def message_from_dict(value: Any, index: int | str) -> Message:
         raise _error(f"{where}: no 'content' (a string, or a list of content blocks)")
     content = value["content"]
     if not isinstance(content, str | list | tuple):
+        hint = _OPENAI_CHAT if content is None else ""  # Chat's assistant content may be null
         raise _error(
             f"{where}.content: expected a string or a list of content blocks, got "
-            f"{type(content).__name__} {content!r:.60}"
+            f"{type(content).__name__} {content!r:.60}{hint}"
         )
     if isinstance(content, list):
         for position, block in enumerate(content):

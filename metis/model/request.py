@@ -215,6 +215,18 @@ class CanonicalRequest(Canonical):
     def _thinking_shorthand(cls, value: Any) -> Any:
         return ThinkingConfig.coerce(value)
 
+    @field_validator("output_schema")
+    @classmethod
+    def _a_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        """An API's wrapper given as the schema (OpenAI's ``response_format``, Anthropic's
+        ``output_format``) would be sent as a schema no reply is held to, silently."""
+        if value is not None and value.get("type") in ("json_schema", "json_object", "text"):
+            raise ValueError(
+                f"type {value['type']!r} is an API's response format, not a JSON schema: give "
+                "the schema inside it (OpenAI's response_format['json_schema']['schema'])"
+            )
+        return value
+
     @field_validator("messages", mode="before")
     @classmethod
     def _checked_dicts(cls, value: Any) -> Any:

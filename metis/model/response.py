@@ -33,12 +33,18 @@ class StopReason(Canonical):
     category: str | None = None
     """The policy category of a refusal, where the provider names one (Anthropic's
     ``stop_details.category``: ``cyber``, ``bio``, ...); None otherwise (and not dumped)."""
+    explanation: str | None = None
+    """A refusal's explanation in words, where the provider gives one apart from the reply's
+    text (Anthropic's ``stop_details.explanation``); None otherwise (and not dumped)."""
 
     @model_serializer(mode="wrap")
-    def _category_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _details_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if isinstance(data, dict) and self.category is None:  # dumps as it did before it
-            data.pop("category", None)
+        if isinstance(data, dict):  # dumps as it did before them
+            if self.category is None:
+                data.pop("category", None)
+            if self.explanation is None:
+                data.pop("explanation", None)
         return data
 
 
@@ -195,8 +201,13 @@ class CanonicalResponse(Canonical):
     cost_usd: USDAmount | None = None
     """What the call cost in USD at the model catalog's prices, on a reply of
     ``metis.complete`` or of a session, as a run's ``RunResult.cost_usd`` counts it (0 for a
-    model no table prices); None on a reply an adapter or router returns itself. For its
-    parts and pricing version: ``metis.cost_of(reply.model, reply.usage)``."""
+    model no table prices: :attr:`cost_known` is then False); None on a reply an adapter or
+    router returns itself. For its parts and pricing version:
+    ``metis.cost_of(reply.model, reply.usage)``."""
+    cost_known: bool = False
+    """``cost_usd`` is the call's whole cost, its model priced; False when no table prices it
+    (``cost_usd`` is then 0, a lower bound, as ``RunResult.cost_known`` says of a run) or
+    metis did not price the reply (``cost_usd`` None)."""
 
     @property
     def text(self) -> str:
@@ -225,7 +236,12 @@ class CanonicalResponse(Canonical):
         (cancelled, or ended by an error) keeps what it said, but not its tool calls: they
         were never finished, so no result may answer them, and the next request stays valid
         for every provider."""
-        content = list(self.content)
-        if self.stop_reason.kind in (StopKind.CANCELLED, StopKind.ERROR):
-            content = [b for b in content if not isinstance(b, ToolUseBlock)]
-        return Message(role=Role.ASSISTANT, content=content)
+        return reply_message(self.content, self.stop_reason)
+
+
+def reply_message(content: list[ContentBlock], stop_reason: StopReason) -> Message:
+    """A reply's content as the next assistant message: a reply cut short (cancelled, or
+    ended by an error) keeps what it said, but not its unfinished tool calls."""
+    if stop_reason.kind in (StopKind.CANCELLED, StopKind.ERROR):
+        content = [b for b in content if not isinstance(b, ToolUseBlock)]
+    return Message(role=Role.ASSISTANT, content=list(content))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from metis.core.secrets import collect as collect_secrets
 from metis.core.secrets import scrub_url
@@ -56,10 +58,33 @@ class Endpoint:
 def without_overlap(base_url: str, path: str) -> str:
     """``base_url`` without a trailing part the path repeats: the SDKs' conventional base URLs
     end in the API version (``OPENAI_BASE_URL=https://host/v1``) that metis's paths start with."""
-    base = base_url.rstrip("/")
+    base, mark, query = base_url.partition("?")
+    base = base.rstrip("/")
     segments = [s for s in path.split("?")[0].split("/") if s]
     for n in range(len(segments) - 1, 0, -1):
         prefix = "/" + "/".join(segments[:n])
         if base.endswith(prefix):
-            return base[: -len(prefix)]
-    return base
+            return base[: -len(prefix)] + mark + query
+    return base + mark + query
+
+
+_VERSION = re.compile(r"v\d+[a-z0-9]*")
+"""A path segment naming an API version: ``v1``, ``v4``, ``v1beta``, ``v1beta1``."""
+
+
+def sdk_root_path(base_url: str, path: str) -> str:
+    """``path`` as OpenAI's SDKs join it to a base URL whose path names an API version
+    anywhere (Gemini's ``/v1beta/openai``, Z.ai's ``/api/paas/v4``, a gateway's
+    ``/v1/acct/gw/openai``): such a base URL is the API's root, so only what follows the path's
+    own version segment is appended (``/chat/completions``). A base URL with no version in its
+    path, or one that ends where the path begins (``without_overlap``), keeps the whole path."""
+    base = base_url.partition("?")[0].rstrip("/")
+    if without_overlap(base, path) != base:
+        return path
+    if not any(_VERSION.fullmatch(s) for s in urlsplit(base).path.split("/")):
+        return path
+    segments = path.split("/")
+    for n, segment in enumerate(segments):
+        if _VERSION.fullmatch(segment):
+            return "/" + "/".join(segments[n + 1 :])
+    return path

@@ -27,7 +27,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from metis.errors import AdapterError, ProtocolError, StackError, scrub_error
+from metis.errors import AdapterError, AuthError, ProtocolError, StackError, scrub_error
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
@@ -135,13 +135,18 @@ class Provider:
             request = await rewritten if inspect.isawaitable(rewritten) else rewritten
         return request
 
-    def refused(self, request: WireRequest) -> None:
+    def refused(self, request: WireRequest, error: AdapterError | None = None) -> None:
         """``request`` (as the auth flow made it) was answered 401: each auth step that keeps
-        a token (its ``refused``) does not send that one again."""
+        a token (its ``refused``) does not send that one again, and one that can ask for a
+        token with the claims the answer asked for (its ``challenged``) does next time."""
+        claims = isinstance(error, AuthError) and error.claims is not None
         for step in self.parts["auth"]:
             refused = getattr(step, "refused", None)
             if refused is not None:
                 refused(request)
+            challenged = getattr(step, "challenged", None)
+            if claims and challenged is not None:
+                challenged(error)
 
     async def fetch(
         self, request: WireRequest, call: Call, errors: ErrorMapper | None = None
@@ -184,10 +189,10 @@ class Provider:
                 await exchange.aclose()
             return exchange.status, dict(exchange.headers), raw
         except HTTPFailure as failure:
-            if failure.status == 401:
-                self.refused(request)
             classify = errors or self.codec.error_from_http
             error = classify(failure.status, failure.headers, failure.body)
+            if failure.status == 401:
+                self.refused(request, error)
             raise _classified(error, call, secrets) from None
         except AdapterError as error:
             raise _classified(error, call, secrets)  # noqa: B904 - as it came, cause kept

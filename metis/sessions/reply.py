@@ -65,6 +65,7 @@ class Reply:
         chat = self.resolved.chat
         routed = not isinstance(chat, Adapter)
         model = served_by(chat, final.model) if routed else self.request.model
+        cost = priced_usage(model, final.usage)
         return CanonicalResponse(
             request_id=self.request.request_id,
             model=model,
@@ -75,7 +76,8 @@ class Reply:
             latency_ms=int((time.monotonic() - self.started) * 1000),
             message_id=final.message_id,
             warnings=final.warnings,
-            cost_usd=priced_usage(model, final.usage).usd,
+            cost_usd=cost.usd,
+            cost_known=cost.priced,
         )
 
     def message(self) -> Message | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import TypeVar
 
-from metis.calls.async_stream import AsyncStream
+from metis.calls.async_stream import AsyncStream, warn_unread
 
 E = TypeVar("E")
 
@@ -36,6 +36,8 @@ class TurnStream(AsyncStream[E]):
     def __del__(self) -> None:
         if self._reader is not None:
             self._reader.gone = True
+        if not self._read:
+            warn_unread()
 
     async def aclose(self) -> None:
         """End the turn: what arrived is kept (docs/sessions.md)."""

@@ -34,7 +34,7 @@ from metis.core.config_files import MAX_CONFIG_BYTES, config_error, decode_text,
 from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError, StackError, redact
 from metis.model.capabilities import AdapterCapabilities
-from metis.pipeline.endpoint import Endpoint, without_overlap
+from metis.pipeline.endpoint import Endpoint, sdk_root_path, without_overlap
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.settings import settings_kind
@@ -59,6 +59,10 @@ class EndpointSpec(BaseModel):
     base_url_env_host: bool = False
     """The variable may name a host instead of a URL, as ``OLLAMA_HOST`` does (``host``,
     ``host:port``, ``:port``): what it leaves out comes from ``base_url``."""
+    versioned_base_url: bool = False
+    """A base URL naming an API version in its path is the API's root, as OpenAI's SDKs take
+    it: Gemini's ``.../v1beta/openai`` gets ``/chat/completions``, not ``/v1/chat/completions``
+    (:func:`metis.pipeline.endpoint.sdk_root_path`)."""
 
     def env_base_url(self) -> str | None:
         """The base URL ``base_url_env`` gives, None when it is unset or empty."""
@@ -206,10 +210,14 @@ def endpoint_for(
             f"{where}: expected a URL with its scheme (https://host...), http:// or https:// "
             f"and a host, got {redact(url)!r}"
         )
+    path, stream_path = spec.endpoint.path, spec.endpoint.stream_path
+    if spec.endpoint.versioned_base_url:
+        path = sdk_root_path(url, path)
+        stream_path = stream_path and sdk_root_path(url, stream_path)
     return Endpoint(
-        base_url=without_overlap(url, spec.endpoint.path),
-        path=spec.endpoint.path,
-        stream_path=spec.endpoint.stream_path,
+        base_url=without_overlap(url, path),
+        path=path,
+        stream_path=stream_path,
         headers={**spec.headers, **extra_headers},
         api_key=key,
         auth_header=spec.auth.header,

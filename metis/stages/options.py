@@ -9,9 +9,10 @@ the declarations in :mod:`metis.pipeline.registry`). Each stage's class names it
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from metis.model.knobs import CacheTTL
 from metis.wire.codec import rules_name
@@ -53,6 +54,34 @@ class ToolIdRule(BaseModel):
     max_length: int = Field(ge=8)
 
 
+class ToolNameRule(BaseModel):
+    """The tool names a provider takes: characters of ``chars`` (a regular expression's
+    character class, without its brackets), the first of ``first`` when set, at most
+    ``max_length``. A tool whose name breaks it is sent under one that keeps it, and its calls
+    come back under the name it was given (metis/stages/policy/tool_names.py)."""
+
+    model_config = _FROZEN
+
+    chars: str = Field(default="a-zA-Z0-9_-", min_length=1)
+    first: str | None = Field(default=None, min_length=1)
+    max_length: int = Field(default=64, ge=16)
+
+    @field_validator("chars", "first")
+    @classmethod
+    def _a_class(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A class a mended name keeps: ``_`` (and, for ``chars``, a hash's hex digits)."""
+        if value is None:
+            return None
+        needed = "_0123456789abcdef" if info.field_name == "chars" else "_"
+        try:
+            takes = re.fullmatch(f"[{value}]+", needed) is not None
+        except re.error as error:
+            raise ValueError(f"{value!r} is not a character class's body: {error}") from None
+        if not takes:
+            raise ValueError(f"{value!r} must take {needed!r}, which a mended name is made of")
+        return value
+
+
 class ToolIdsOptions(BaseModel):
     model_config = _FROZEN
 
@@ -62,6 +91,10 @@ class ToolIdsOptions(BaseModel):
         default={},
         description="a rule of its own for the models whose wire id begins with the key (the "
         "longest key wins): a service passing a model's own id rule through",
+    )
+    names: ToolNameRule = Field(
+        default=ToolNameRule(),
+        description="the tool names the provider takes; others are sent under names it takes",
     )
     reuse_issued_ids: bool = Field(
         default=True,

@@ -6,6 +6,7 @@ the context-overflow wording and the Retry-After parsing live in this one place.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import functools
 import math
@@ -15,7 +16,7 @@ from collections.abc import Callable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from metis.errors import AdapterError, ErrorClass, error_for
+from metis.errors import AdapterError, AuthError, ErrorClass, error_for
 from metis.wire import json_limits
 from metis.wire.compressed import undeclared_compression
 
@@ -163,7 +164,7 @@ def http_error(
         cls = ErrorClass.OVERLOADED
     if cls is ErrorClass.INVALID_REQUEST and says_context_overflow(message):
         cls = ErrorClass.CONTEXT_OVERFLOW
-    return error_for(
+    error = error_for(
         cls,
         message or (f"HTTP {status} with an empty body" if status else "an error with no message"),
         provider=provider,
@@ -174,6 +175,25 @@ def http_error(
         retry_after_seconds=retry_after_seconds(headers),
         retryable=retryable,
     )
+    if status == 401 and isinstance(error, AuthError):
+        error.claims = claims_challenge(headers)
+    return error
+
+
+def claims_challenge(headers: Mapping[str, str]) -> str | None:
+    """The claims a 401's ``WWW-Authenticate: Bearer ... error="insufficient_claims",
+    claims="<base64>"`` asks for (Continuous Access Evaluation), decoded; None without one,
+    or with claims that do not decode."""
+    challenge = next((v for k, v in headers.items() if k.lower() == "www-authenticate"), "")
+    said = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
+    encoded = said.get("claims", "")
+    if said.get("error") != "insufficient_claims" or not encoded:
+        return None
+    try:
+        decoded = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return decoded or None
 
 
 def own_status(error: Any) -> int | None:

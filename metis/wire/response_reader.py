@@ -338,4 +338,10 @@ def _estimated_input_tokens(context: ReadContext, request_body: Mapping[str, Any
             "adapter": context.provider,
         },
     )
-    return int(len(json.dumps(request_body, ensure_ascii=False)) / CHARS_PER_TOKEN)
+    return body_tokens(request_body)
+
+
+def body_tokens(body: Mapping[str, Any]) -> int:
+    """The input tokens a request body is estimated at when its provider reports no usage:
+    its JSON's characters over the average characters a token (docs/contract.md §5)."""
+    return int(len(json.dumps(body, ensure_ascii=False)) / CHARS_PER_TOKEN)

@@ -27,6 +27,7 @@ from metis.wire.responses_rules import is_json_object, item_problems
 Rules = Callable[[dict[str, Any]], list[str]]
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_GEMINI_TOOL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$")
 _ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 
@@ -231,7 +232,7 @@ def gemini_problems(body: dict[str, Any]) -> list[str]:
         for t in (tools if isinstance(tools, list) else [])
         for d in (t.get("functionDeclarations") or [])
     ]
-    problems += _tool_names(declarations, lambda d: d.get("name"))
+    problems += _tool_names(declarations, lambda d: d.get("name"), _GEMINI_TOOL_NAME)
     problems += [refusal.problem() for refusal in gemini_media(body)]
     return problems
 
@@ -328,10 +329,12 @@ def _anthropic_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-def _tool_names(tools: Any, name_of: Callable[[dict[str, Any]], Any]) -> list[str]:
+def _tool_names(
+    tools: Any, name_of: Callable[[dict[str, Any]], Any], rule: re.Pattern[str] = _TOOL_NAME
+) -> list[str]:
     problems = []
     for i, tool in enumerate(tools if isinstance(tools, list) else []):
         name = name_of(tool) if isinstance(tool, dict) else None
-        if name is not None and not _TOOL_NAME.match(str(name)):
-            problems.append(f"tools.{i}.name: {name!r} must match {_TOOL_NAME.pattern}")
+        if name is not None and not rule.match(str(name)):
+            problems.append(f"tools.{i}.name: {name!r} must match {rule.pattern}")
     return problems

@@ -54,7 +54,8 @@ def test_tools_that_are_not_a_list_of_tools(tools: Any, said: str) -> None:
 @pytest.mark.parametrize("reply", [None, "the model's text", {"role": "assistant"}])
 def test_a_reply_that_is_not_a_reply(reply: Any) -> None:
     for error in both(reply, [get_weather]):
-        assert "reply: expected a CanonicalResponse or an assistant Message" in str(error)
+        said = "reply: expected a CanonicalResponse, a stream's MessageComplete or an assistant"
+        assert said in str(error)
 
 
 def test_the_tools_given_right_still_run() -> None:

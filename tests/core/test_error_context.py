@@ -174,3 +174,22 @@ def test_the_reader_the_error_names_is_there_after_import_metis_alone() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Hi"
+
+
+def test_the_subpackages_the_docs_name_are_there_after_import_metis_alone() -> None:
+    """README.md and docs/calls.md write ``metis.telemetry.set_default_sink(...)``: after
+    ``import metis`` alone it was an AttributeError. Any subpackage loads on first use; a name
+    that is none is still an AttributeError, with no import error chained to it."""
+    code = (
+        "import sys, metis\n"
+        "assert 'metis.telemetry' not in sys.modules\n"
+        "metis.telemetry.set_default_sink(metis.LoggingSink())\n"
+        "print(metis.errors.RETRY_POLICY is metis.errors.RETRY_POLICY)\n"
+        "try:\n"
+        "    metis.telemetri\n"
+        "except AttributeError as error:\n"
+        "    print(error, error.__context__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["True", "module 'metis' has no attribute 'telemetri' None"]

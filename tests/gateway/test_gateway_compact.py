@@ -15,8 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
+from metis.cost import cost_of
 from metis.gateway.app import create_app
 from metis.gateway.keys import digest
+from metis.model.response import TokenUsage
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
 
@@ -102,6 +104,39 @@ async def test_the_key_is_charged_the_compaction_and_held_to_its_models() -> Non
         with pytest.raises(openai.PermissionDeniedError):
             sdk.responses.compact(model="gpt5", input=TALK)
         assert _compactions(emulator) == []
+    with _gateway("spent-key") as (sdk, emulator, _, _url):
+        sdk.responses.compact(model="gpt5", input=TALK)  # spends it all
+        with pytest.raises(openai.RateLimitError, match="spent its budget"):
+            sdk.responses.compact(model="gpt5", input=TALK)
+        assert len(_compactions(emulator)) == 1
+
+
+@pytest.mark.anyio
+async def test_a_compaction_whose_answer_reports_no_usage_is_charged_its_estimate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An upstream answering without ``usage`` does not let a key compact for free: the pass
+    is charged the catalog's prices over the gateway's estimate of what was sent, as a reply
+    with no usage is, and a spent budget refuses the next one."""
+    from metis.testing.emulator.formats import responses as emulated_responses
+
+    answered = emulated_responses.compacted_response
+
+    def without_usage(*args: Any) -> dict[str, Any]:
+        answer = answered(*args)
+        del answer["usage"]
+        return answer
+
+    monkeypatch.setattr(emulated_responses, "compacted_response", without_usage)
+    with _gateway("team-key") as (sdk, _, gateway, _url):
+        compacted = sdk.responses.compact(model="gpt5", input=TALK)
+        spent = await gateway.keys.spent("team")
+        metrics = gateway.metrics.render()
+    assert compacted.usage is None  # the client sees the answer as the upstream gave it
+    estimate = int(len(json.dumps({"model": "gpt-5", "input": TALK})) / 4)
+    assert spent == cost_of("openai_responses:gpt-5", TokenUsage(input_tokens=estimate)).usd > 0
+    tokens = 'metis_gateway_tokens_total{model="openai_responses:gpt-5",direction="input"}'
+    assert f"{tokens} {estimate}\n" in metrics
     with _gateway("spent-key") as (sdk, emulator, _, _url):
         sdk.responses.compact(model="gpt5", input=TALK)  # spends it all
         with pytest.raises(openai.RateLimitError, match="spent its budget"):

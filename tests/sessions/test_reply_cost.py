@@ -27,7 +27,7 @@ async def test_a_session_reply_has_its_cost_and_a_run_sums_the_same_costs(
     reply = await session.asend("Hi")
     assert reply.cost_usd is not None and reply.cost_usd > 0
     assert reply.cost_usd == cost_of(reply.model, reply.usage).usd
-    assert isinstance(reply.cost_usd, USD)
+    assert isinstance(reply.cost_usd, USD) and reply.cost_known
     result = await session.arun("Hi again")
     assert result.response.cost_usd == result.costs[-1].usd == result.cost_usd
 
@@ -41,6 +41,19 @@ async def test_a_reply_of_complete_has_its_cost(
     reply = await metis.acomplete(CLAUDE, "Hi")
     assert reply.cost_usd is not None and reply.cost_usd > 0
     assert reply.cost_usd == cost_of(reply.model, reply.usage).usd
+    assert reply.cost_known
+
+
+@pytest.mark.anyio
+async def test_a_reply_of_complete_whose_model_has_no_price_says_its_cost_is_unknown(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0 stays a USD typed code can add, as a run's ``cost_usd`` does; ``cost_known`` is False,
+    as the run's is, so the 0 is not read as free."""
+    monkeypatch.setenv("OLLAMA_HOST", emulator.base_url("ollama"))
+    reply = await metis.acomplete("ollama:qwen3", "Hi")
+    assert reply.cost_usd == 0 and isinstance(reply.cost_usd, USD)
+    assert not reply.cost_known
 
 
 @pytest.mark.anyio
@@ -48,7 +61,7 @@ async def test_an_adapters_own_reply_is_not_priced(emulator: Emulator) -> None:
     adapter = emulated(emulator, stacks=["anthropic"])["anthropic"]
     request = CanonicalRequest(model=CLAUDE, messages=[Message.user("Hi")], max_output_tokens=64)
     reply = await adapter.complete(request)
-    assert reply.cost_usd is None
+    assert reply.cost_usd is None and not reply.cost_known
     again = CanonicalResponse.model_validate_json(reply.model_dump_json())
     assert again == reply
     await adapter.aclose()

@@ -47,12 +47,13 @@ async def test_the_cost_is_every_replys_and_every_run_steps_summed(emulator: Emu
 async def test_a_call_whose_price_is_unknown_makes_the_total_unknown(emulator: Emulator) -> None:
     adapters = emulated(emulator, stacks=["anthropic", "ollama"])
     session = Session(CLAUDE, adapters=adapters)
-    await session.asend("Hello there")
+    first_known = (await session.asend("Hello there")).cost_known
     priced = session.cost_usd
     assert priced is not None and priced > 0
     session.model = UNPRICED
     reply = await session.asend("And again")
     assert reply.cost_usd == 0  # one reply's own cost is 0 there, with its Cost saying why
+    assert not reply.cost_known and first_known
     assert session.cost_usd is None
     assert [c.priced for c in session.costs] == [True, False]
     assert "no table prices" in (session.costs[1].unpriced or "")

@@ -110,3 +110,50 @@ def test_the_category_is_dumped_only_when_set_and_read_back() -> None:
     refused = StopReason(kind=StopKind.REFUSAL, raw="refusal", category="cyber")
     assert StopReason.model_validate(refused.model_dump()) == refused
     assert "category" not in StopReason(kind=StopKind.END_TURN).model_dump()
+
+
+EXPLAINED = Reply(
+    text="",
+    stop="refusal",
+    category="cyber",
+    explanation="This request could enable malware development.",
+)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+async def test_a_refusals_explanation_reaches_the_reply_whole_and_streamed(stream: bool) -> None:
+    with Emulator(model=[EXPLAINED]) as emulator:
+        config = AdapterConfig(api_key="k", base_url=emulator.base_url("anthropic"), max_retries=0)
+        reply = await answer(build_adapter("anthropic", config), _ask(), stream)
+    assert reply.stop_reason.kind is StopKind.REFUSAL and reply.stop_reason.category == "cyber"
+    assert reply.stop_reason.explanation == EXPLAINED.explanation
+    assert StopReason.model_validate(reply.stop_reason.model_dump()) == reply.stop_reason
+
+
+def test_the_gateway_writes_the_explanation_back_in_each_callers_shape() -> None:
+    """Messages: in ``stop_details``; Chat Completions: as the message's ``refusal``, whole and
+    streamed (a delta before the finish), where OpenAI gives a refusal's words."""
+    from metis.gateway.chat_write import ChunkStream, write_completion
+
+    said = "This request could enable malware development."
+    refused = StopReason(kind=StopKind.REFUSAL, raw="refusal", category="cyber", explanation=said)
+    details = {"type": "refusal", "category": "cyber", "explanation": said}
+    assert write_message(_response(refused), "claude-opus-5")["stop_details"] == details
+    stream = MessageStream("claude-opus-5", None, "msg_1", TokenUsage(output_tokens=1))
+    written = stream.feed(MessageComplete([], refused, TokenUsage(output_tokens=1)))
+    assert _deltas(written.decode())[0]["stop_details"] == details
+    completion = write_completion(_response(refused), "gpt")
+    assert completion["choices"][0]["message"]["refusal"] == said
+    chunks = ChunkStream("gpt", False).feed(
+        MessageComplete([], refused, TokenUsage(output_tokens=1))
+    )
+    events = [
+        json.loads(line[6:])
+        for line in chunks.decode().splitlines()
+        if "[DONE]" not in line and line.startswith("data: ")
+    ]
+    deltas = [e["choices"][0]["delta"] for e in events if e["choices"]]
+    assert {"refusal": said} in deltas
+    plain = write_completion(_response(StopReason(kind=StopKind.REFUSAL, raw="refusal")), "gpt")
+    assert plain["choices"][0]["message"]["refusal"] is None

@@ -223,6 +223,27 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], set[str]]] = [
         set(),
     ),
     (
+        "gemini",
+        "gemini-2.5-flash",  # display omitted: no thought text asked for, signatures still come
+        {"thinking": {"effort": "high", "display": "omitted"}},
+        {"generationConfig.thinkingConfig": {"thinkingBudget": 16384, "includeThoughts": False}},
+        set(),
+    ),
+    (
+        "gemini",
+        "gemini-3-pro-preview",
+        {"thinking": {"effort": "high", "display": "omitted"}},
+        {"generationConfig.thinkingConfig": {"thinkingLevel": "HIGH", "includeThoughts": False}},
+        set(),
+    ),
+    (
+        "gemini",
+        "gemini-3-pro-preview",
+        {"thinking": {"effort": "high", "display": "summarized"}},
+        {"generationConfig.thinkingConfig": {"thinkingLevel": "HIGH", "includeThoughts": True}},
+        set(),
+    ),
+    (
         "bedrock",
         BEDROCK_CLAUDE,  # Claude's fields passed through; its thinking rules hold
         {"thinking": "high", "top_k": 50, "seed": 1, "temperature": 1.0},
@@ -288,6 +309,20 @@ async def test_each_stack_sends_what_its_model_takes_and_warns_of_the_rest(
         assert at(body, path) == value, (path, body)
     assert dropped(response) == warned, response.warnings
     assert response.text or response.content
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize(("display", "shown"), [("omitted", False), ("summarized", True)])
+async def test_gemini_returns_thought_text_only_when_the_display_asks_for_it(
+    emulator: Emulator, stream: bool, display: str, shown: bool
+) -> None:
+    adapter = adapter_for("gemini", emulator)
+    thinking = {"effort": "high", "display": display}
+    response = await answer(adapter, ask("gemini:gemini-2.5-flash", thinking=thinking), stream)
+    thoughts = [b.thinking for b in response.content if b.type == "thinking"]
+    assert any(thoughts) is shown, response.content
+    assert response.text
 
 
 @pytest.mark.anyio

@@ -72,6 +72,7 @@ class AzureAuth(AsyncRequestStage[WireRequest]):
         # Shared by every call of this adapter, on purpose: one identity, one cached token.
         self._credential: Any = None
         self._credential_lock = threading.Lock()
+        self._claims: str | None = None  # a challenge's, for the next token only
         self._identity = TokenCache(
             "Entra ID",
             classify=_identity_error,
@@ -84,13 +85,24 @@ class AzureAuth(AsyncRequestStage[WireRequest]):
         )
 
     def __call__(self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]) -> Any:
-        return refused_forgotten(self.rewrite, request, call, inner, self.refused)
+        return refused_forgotten(self.rewrite, request, call, inner, self.refused, self.challenged)
 
     def refused(self, request: WireRequest) -> None:
         """``request`` was answered 401: the Entra ID token it carried is not kept."""
         token = bearer_of(request)
         if token is not None:
             self._identity.forget(token)
+
+    def challenged(self, error: AuthError) -> bool:
+        """A 401 asked for a token carrying ``error.claims`` (Continuous Access Evaluation: a
+        session revoked, a policy changed): the identity's next token is asked for with them,
+        once, as azure-identity's own cached one would be refused until it expires. False for
+        a token provider of the application's, which takes no claims."""
+        if self._api_key or error.claims is None or self._options.get("token_provider"):
+            return False
+        with self._credential_lock:
+            self._claims = error.claims
+        return True
 
     async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         if self._api_key:
@@ -117,7 +129,11 @@ class AzureAuth(AsyncRequestStage[WireRequest]):
         with self._credential_lock:
             if self._credential is None:
                 self._credential = DefaultAzureCredential()
-        access = self._credential.get_token(self.options.scope)
+            claims, self._claims = self._claims, None
+        if claims is None:
+            access = self._credential.get_token(self.options.scope)
+        else:
+            access = self._credential.get_token(self.options.scope, claims=claims)
         return Token(access.token, float(access.expires_on))
 
 

@@ -215,18 +215,25 @@ async def refused_forgotten(
     call: Call,
     inner: Callable[[WireRequest, Call], AsyncIterator[Any]],
     refused: Callable[[WireRequest], None],
+    challenged: Callable[[AuthError], bool] | None = None,
 ) -> AsyncIterator[Any]:
     """The items of ``inner`` for ``request`` as ``sign`` made it; an answer of 401 to it has
     ``refused`` called with what was sent (so the next call gets another token), and the
-    AuthError goes on as it is: the refused request is not sent again."""
-    request = await sign(request, call)
-    try:
-        async for item in inner(request, call):
-            yield item
-    except AuthError as error:
-        if error.provider_status == 401:
-            refused(request)
-        raise
+    AuthError goes on as it is: the refused request is not sent again, unless the 401 asked
+    for a token with more claims and ``challenged`` says the next token carries them: then it
+    is signed and sent once more (as azure-core's bearer token policy does)."""
+    for again in (True, False):
+        signed = await sign(request, call)
+        try:
+            async for item in inner(signed, call):
+                yield item
+            return
+        except AuthError as error:
+            if error.provider_status != 401:
+                raise
+            refused(signed)
+            if not again or error.claims is None or challenged is None or not challenged(error):
+                raise
 
 
 def bearer_of(request: WireRequest) -> str | None:

@@ -16,6 +16,7 @@ content and its stop reason says ``cancelled`` (docs/contract.md §2).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -54,6 +55,7 @@ from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.services import StageServices
 from metis.pipeline.stores import ToolIdStore
 from metis.stages.options import ToolIdsOptions
+from metis.stages.policy.tool_names import NameRule, given_names, provider_names, renamed
 from metis.telemetry.sink import NULL_SINK, TelemetrySink
 
 log = logging.getLogger("metis")
@@ -72,6 +74,10 @@ class ToolIds(EventHook[CanonicalRequest]):
     options: ToolIdsOptions
     _store: ToolIdStore | None = None
     _sink: TelemetrySink = NULL_SINK
+
+    @functools.cached_property
+    def _names(self) -> NameRule:
+        return NameRule.of(self.options.names)
 
     def bind(self, services: StageServices) -> None:
         self._store = services.tool_ids
@@ -94,7 +100,10 @@ class ToolIds(EventHook[CanonicalRequest]):
         if outward:
             request = _rewrite_history(request, outward, call.history(request.messages))
         inward = {pid: cid for cid, pid in outward.items() if cid in given}
-        return request, _Mapping(self, call, inward)
+        names = provider_names(request, call.history(request.messages), self._names)
+        if names:
+            request = renamed(request, names, call.history(request.messages))
+        return request, _Mapping(self, call, inward, {sent: name for name, sent in names.items()})
 
     async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
         canonical = set(call.history(request.messages).tool_ids)
@@ -128,11 +137,14 @@ class _Mapping(Watch):
     """One call's id mapping: each provider id the reply issues gets a canonical one.
     Events belong to the stage that made them: one with an id to map is passed on anew."""
 
-    __slots__ = ("call", "inward", "issued", "stage", "started")
+    __slots__ = ("call", "inward", "issued", "names", "stage", "started")
     kinds = (ToolUseStart, ToolUseInputDelta, ToolUseEnd, MessageComplete)
 
-    def __init__(self, stage: ToolIds, call: Call, inward: dict[str, str]) -> None:
+    def __init__(
+        self, stage: ToolIds, call: Call, inward: dict[str, str], names: dict[str, str]
+    ) -> None:
         self.stage, self.call, self.inward = stage, call, inward
+        self.names = names  # the name a tool was sent under -> the name the application gave
         self.issued: dict[str, str] = {}  # provider id -> canonical id of its latest start
         self.started: list[tuple[str, str]] = []  # (provider id, canonical id), in order
 
@@ -147,9 +159,12 @@ class _Mapping(Watch):
             pid = event.tool_use_id
             self.issued[pid] = cid = _canonical_id(pid, self.inward, self.started)
             self.started.append((pid, cid))
-            return replace(event, tool_use_id=cid)
+            name = self.names.get(event.tool_name, event.tool_name)
+            return replace(event, tool_use_id=cid, tool_name=name)
         elif isinstance(event, MessageComplete):
             content = _canonical_content(event.final_content, self.started, self.inward)
+            if self.names:
+                content = given_names(content, self.names)
             return replace(event, final_content=content)
         return event
 

@@ -145,6 +145,9 @@ class Reply:
     """The stop sequence that ended the text (the text cut before it), when one did."""
     category: str | None = None
     """A refusal's policy category (``stop="refusal"``): Anthropic's ``stop_details``."""
+    explanation: str | None = None
+    """A refusal's explanation (``stop="refusal"``): Anthropic's ``stop_details``, OpenAI's
+    ``refusal``."""
     usage: Usage = field(default_factory=Usage)
     server: list[Any] = field(default_factory=list)
     """Server tools the reply ran, before its text (:mod:`.server_tools`)."""

@@ -311,11 +311,12 @@ def stop_reason(raw: str, sequence: str | None = None, category: str | None = No
 
 def _stop(builder: MessageBuilder, holder: dict[str, Any], where: str) -> None:
     """The stop reason ``holder`` (a message, or a ``message_delta``'s delta) gives, the stop
-    sequence that ended the reply when it names one, and a refusal's category
+    sequence that ended the reply when it names one, and a refusal's category and explanation
     (``stop_details``)."""
     raw = optional_text(holder, "stop_reason", where)
     if raw is None:
         return
-    details = optional_object(holder, "stop_details", where)
-    category = optional_text(details, "category", f"{where}.stop_details") if details else None
-    builder.stop(stop_reason(raw, optional_text(holder, "stop_sequence", where), category))
+    details, said = optional_object(holder, "stop_details", where) or {}, f"{where}.stop_details"
+    category, explanation = (optional_text(details, k, said) for k in ("category", "explanation"))
+    stop = stop_reason(raw, optional_text(holder, "stop_sequence", where), category)
+    builder.stop(stop.model_copy(update={"explanation": explanation}) if explanation else stop)

@@ -15,10 +15,11 @@ from metis.wire.knobs.sampling import fit_sampling, fit_setting_rules
 SUMMARY_DIALECTS = frozenset({"openai_responses"})
 """The dialects that carry ``thinking.summary``."""
 DISPLAY_DIALECTS = (
-    frozenset({"anthropic", "bedrock_anthropic", "bedrock_converse"}) | SUMMARY_DIALECTS
+    frozenset({"anthropic", "bedrock_anthropic", "bedrock_converse", "gemini"}) | SUMMARY_DIALECTS
 )
 """The dialects that carry ``thinking.display`` (Claude's ``thinking.display``; the Responses
-API's summary left out for ``omitted``); Converse for Claude only (metis.wire.bedrock_converse)."""
+API's summary left out for ``omitted``; Gemini's ``includeThoughts`` false); Converse for Claude
+only (metis.wire.bedrock_converse)."""
 
 
 def fit_request(

@@ -272,9 +272,12 @@ def message_events(message: dict[str, Any], content: list[ContentBlock]) -> list
             written += writer.kept(block)
         for item in block_events(index, block, empty_input=False):
             written += writer.feed(item)
-    category = (message.get("stop_details") or {}).get("category")
+    details = message.get("stop_details") or {}
     stop = StopReason(
-        kind=StopKind(message["stop_reason"]), sequence=message["stop_sequence"], category=category
+        kind=StopKind(message["stop_reason"]),
+        sequence=message["stop_sequence"],
+        category=details.get("category"),
+        explanation=details.get("explanation"),
     )
     written += writer.feed(MessageComplete([], stop, tokens))
     frames: list[Frame] = []

@@ -49,7 +49,10 @@ def response_of(reply: Reply, content: list[ContentBlock], model: str) -> Canoni
         server_tools=ServerToolRequests(web_search=searches),
     )
     stop = StopReason(
-        kind=StopKind(reply.stop), sequence=reply.stop_sequence, category=reply.category
+        kind=StopKind(reply.stop),
+        sequence=reply.stop_sequence,
+        category=reply.category,
+        explanation=reply.explanation,
     )
     return CanonicalResponse(
         request_id="", model=model, provider="", content=content, stop_reason=stop,
