@@ -55,6 +55,7 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 1 
         "tests/gateway/test_gateway_key_limits_sdks.py",
         "tests/gateway/test_gateway_legacy_functions.py",
         "tests/gateway/test_gateway_metrics_endpoints.py",
+        "tests/gateway/test_gateway_openai_refusal.py",
         "tests/gateway/test_gateway_openai_tools.py",
         "tests/gateway/test_gateway_passthrough.py",
         "tests/gateway/test_gateway_passthrough_responses.py",

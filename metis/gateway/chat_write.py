@@ -72,6 +72,11 @@ def openai_tier(tokens: TokenUsage) -> str | None:
 
 
 def finish_reason(reason: StopReason) -> str:
+    """A refusal in words ends with ``stop`` beside its ``refusal``, as OpenAI's do (the
+    openai SDK's ``parse`` raises at ``content_filter`` before reading the refusal); one of
+    no words, as a content filter's stop."""
+    if reason.explanation is not None and reason.kind is StopKind.REFUSAL:
+        return "stop"
     return FINISH.get(reason.kind, "stop")
 
 
