@@ -31,7 +31,7 @@ def validated(output: TypeAdapter[T], response: CanonicalResponse) -> T:
     except ValidationError as exc:
         written = repr(output).removeprefix("TypeAdapter(").removesuffix(")")  # City, as given
         error = OutputValidationError(
-            f"{response.model}: {_UNFINISHED.get(response.stop_reason.kind, '')}the reply "
+            f"{response.model}: {_unfinished(response)}the reply "
             f"does not validate as {written}: "
             + "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()
@@ -42,3 +42,12 @@ def validated(output: TypeAdapter[T], response: CanonicalResponse) -> T:
         )
         error.partial_response = response
         raise error from None
+
+
+def _unfinished(response: CanonicalResponse) -> str:
+    """Why the reply did not end as asked, a refusal with its words (they are not the
+    reply's text, docs/contract.md §3)."""
+    stop = response.stop_reason
+    if stop.kind is StopKind.REFUSAL and stop.explanation:
+        return f"the model refused ({stop.explanation[:200]!r}); "
+    return _UNFINISHED.get(stop.kind, "")

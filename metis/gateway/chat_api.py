@@ -23,6 +23,7 @@ from metis.gateway.inbound import (
 )
 from metis.gateway.openai_kept import read_chat_turns
 from metis.gateway.openai_tools import chat_tool_choice, custom_tool, tool_and_sampling_fields
+from metis.gateway.provenance import signed_calls
 from metis.gateway.server_tools import LABELS, chat_search
 from metis.gateway.unread import chat_unread
 
@@ -83,7 +84,8 @@ def read_chat(raw: Any, later: bool = False) -> Inbound:
     limit = optional_int(body, "max_completion_tokens") or optional_int(body, "max_tokens")
     stream_options = body.get("stream_options")
     include_usage = isinstance(stream_options, Mapping) and stream_options.get("include_usage")
-    messages = read_chat_turns(body.get("messages", []), model, KeptIds())
+    turns = body.get("messages", [])
+    messages = signed_calls(read_chat_turns(turns, model, KeptIds()), turns, ignored)
     return Inbound(
         model=model,
         messages=messages,

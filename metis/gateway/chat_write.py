@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from metis.gateway.provenance import call_signature
 from metis.gateway.sse import DONE, BlockWriter, data, dumps, new_id, now, object_head, quoted
 from metis.histories.blocks import chat_annotations
 from metis.model.content import TextBlock, ThinkingBlock, ToolUseBlock
@@ -75,6 +76,11 @@ def openai_tier(tokens: TokenUsage) -> str | None:
 
 
 def finish_reason(reason: StopReason) -> str:
+    """A refusal in words ends with ``stop`` beside its ``refusal``, as OpenAI's do (the
+    openai SDK's ``parse`` raises at ``content_filter`` before reading the refusal); one of
+    no words, as a content filter's stop."""
+    if reason.explanation is not None and reason.kind is StopKind.REFUSAL:
+        return "stop"
     return FINISH.get(reason.kind, "stop")
 
 
@@ -101,6 +107,7 @@ def write_completion(
             "id": b.id,
             "type": "function",
             "function": {"name": b.name, "arguments": dumps(b.input)},
+            **call_signature(b),
         }
         for b in response.content
         if isinstance(b, ToolUseBlock)
@@ -240,8 +247,9 @@ class ChunkStream(BlockWriter):
             self.base.update(_tier_member(item.usage))
         if self.legacy and finish == "tool_calls":
             finish = "function_call"
+        out = b"" if self.legacy else self._signatures(item.final_content)
         explained = item.stop_reason.explanation
-        out = self._chunk({"refusal": explained}) if explained else b""
+        out += self._chunk({"refusal": explained}) if explained else b""
         out += self._chunk({}, finish)
         if self.include_usage:
             out += data({**self.base, "choices": [], "usage": usage(item.usage)})
@@ -249,6 +257,18 @@ class ChunkStream(BlockWriter):
 
     def error(self, status: int, body: dict[str, Any]) -> bytes:
         return data(body)
+
+    def _signatures(self, content: list[Any]) -> bytes:
+        """The calls' thought signatures, known whole at the end, each on a fragment of its
+        call (by ``index``, with empty arguments: the openai SDK's stream helper asserts a
+        function fragment has a ``function``) before the finish."""
+        calls = [block for block in content if isinstance(block, ToolUseBlock)]
+        signed = [
+            {"index": index, "function": {"arguments": ""}, **extra}
+            for index, block in enumerate(calls)
+            if (extra := call_signature(block))
+        ]
+        return self._chunk({"tool_calls": signed}) if signed else b""
 
 
 def _refusal(role: dict[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,6 @@ from metis.gateway.counting import (
     served,
 )
 from metis.gateway.endings import until_disconnect
-from metis.gateway.errors import GatewayPermissionError
 from metis.gateway.keys import KeyState
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.passthrough_call import Passing, speaks
@@ -94,8 +93,8 @@ def _planned(
     if not isinstance(model, str):
         raise InvalidRequestError("model: a string naming a model of this gateway is required")
     target = passer.gateway.models.resolve(model)
-    if key is not None and not key.may_use(model):
-        raise GatewayPermissionError(f"key {key.spec.name!r} may not use model {model!r}")
+    if key is not None:
+        key.check_model(model)
     adapter = target.chat_model
     if not isinstance(adapter, Adapter) or not (
         speaks(adapter, "responses") and can_compact(adapter)

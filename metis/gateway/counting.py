@@ -21,7 +21,7 @@ from metis.gateway.anthropic_api import check_version
 from metis.gateway.body import parse_body, read_raw
 from metis.gateway.conversations import recalled
 from metis.gateway.endings import until_disconnect
-from metis.gateway.errors import GatewayPermissionError, GatewayTimeoutError
+from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.keys import KeyState
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.passthrough_call import Passing
@@ -165,8 +165,7 @@ async def admitted(
     its budget, as counting costs nothing), its place given back when done."""
     if key is None:
         return await work()
-    if not key.may_use(model):
-        raise GatewayPermissionError(f"key {key.spec.name!r} may not use model {model!r}")
+    key.check_model(model)
     await gateway.keys.admit(key, model, budgeted=False)
     try:
         return await work()

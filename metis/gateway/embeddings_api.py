@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from metis.errors import InvalidRequestError
 from metis.gateway.body import read_body
 from metis.gateway.endings import until_disconnect
-from metis.gateway.errors import GatewayPermissionError, GatewayTimeoutError
+from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.inbound import body_object, model_name, optional_int
 from metis.gateway.service import LATE, Gateway
 from metis.model.embeddings import EmbeddingResult
@@ -104,8 +104,7 @@ async def answer_embeddings(gateway: Gateway, request: Request) -> Response:
     asked = read_embeddings(body)
     if key is not None and not key.may_use(asked.model):
         gateway.models.known(asked.model)  # a name not served is a 404, as on the other APIs
-        name = key.spec.name
-        raise GatewayPermissionError(f"key {name!r} may not use model {asked.model!r}")
+        key.check_model(asked.model)
     embedder, model = gateway.models.embedder(asked.model)
     if key is not None:
         await gateway.keys.admit(key, asked.model)

@@ -91,6 +91,18 @@ class KeyState:
         """Whether the key may name ``model`` (a model, alias or route)."""
         return self.spec.models is None or model in self.spec.models
 
+    def check_model(self, model: str) -> None:
+        """A GatewayPermissionError naming the models the key may use, unless it may use
+        ``model``."""
+        allowed = self.spec.models
+        if allowed is None or model in allowed:
+            return
+        listed = ", ".join(repr(name) for name in allowed) if allowed else "none"
+        raise GatewayPermissionError(
+            f"key {self.spec.name!r} may not use model {model!r}; the models and routes it "
+            f"may use: {listed}"
+        )
+
 
 def price(model: str, usage: TokenUsage) -> Decimal | None:
     """What ``usage`` cost on ``model`` at the catalog's prices (None: no single price known)."""
@@ -204,8 +216,7 @@ class Keys:
         budget is spent may still count, within its rate and places). ``now``: the time, in
         seconds, for tests; by default the ledger's own clock (this process's monotonic one,
         or the Redis server's, which every gateway shares however its own clock is set)."""
-        if not state.may_use(model):
-            raise GatewayPermissionError(f"key {state.spec.name!r} may not use model {model!r}")
+        state.check_model(model)
         await self._counted(state, now, budgeted)
 
     @asynccontextmanager

@@ -9,6 +9,7 @@ from typing import Any
 from metis.gateway.inbound import Inbound
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message, Role, TextBlock
+from metis.model.knobs import SAMPLING_NAMES
 from metis.model.request import ThinkingConfig, ToolChoice
 from metis.wire.anthropic.knobs import thinking_type
 from metis.wire.anthropic.rules import MIN_THINKING_BUDGET
@@ -50,7 +51,29 @@ def project(
     if refuses and choice is not None and choice.type in ("any", "tool"):
         changes["tool_choice"] = None  # the model chooses, as with auto
         dropped.append(f"tool_choice {choice.type} (the model refuses forced tool use)")
+    _out_of_range(fields, caps, changes, dropped)
     return limit, changes, dropped
+
+
+def _out_of_range(
+    fields: dict[str, Any], caps: AdapterCapabilities, changes: dict[str, Any], dropped: list[str]
+) -> None:
+    """The sampling values outside the range the model takes (Claude's temperature is 0 to 1
+    where OpenAI's is 0 to 2) left out: the library refuses them for its own caller."""
+    for name in SAMPLING_NAMES:
+        value, bounds = fields.get(name), (caps.sampling or {}).get(name)
+        if value is None or bounds is None:
+            continue
+        low, high = bounds
+        if (low is not None and value < low) or (high is not None and value > high):
+            changes[name] = None
+            dropped.append(f"{name} {value:g} (the model takes {_range(low, high)})")
+
+
+def _range(low: float | None, high: float | None) -> str:
+    if low is None:
+        return f"at most {high:g}"
+    return f"at least {low:g}" if high is None else f"{low:g} to {high:g}"
 
 
 def lone_instructions(inbound: Inbound) -> dict[str, Any]:

@@ -20,7 +20,14 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from metis.model.content import Message, ProviderRaw, RedactedThinkingBlock, ThinkingBlock
+from metis.model.content import (
+    Message,
+    ProviderRaw,
+    RedactedThinkingBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
+from metis.wire.openai_chat.tool_calls import SIGNATURE
 
 PREFIX = "metis1."
 CARRIED = ("id",)
@@ -141,3 +148,43 @@ def _restored(block: object) -> object:
         if maker is not None:
             return block.model_copy(update={"data": data, "provider_raw": maker})
     return block
+
+
+def call_signature(block: ToolUseBlock) -> dict[str, Any]:
+    """A tool call's thought signature (Gemini's) with its maker written in, where Gemini's
+    OpenAI-compatible endpoint puts it on a Chat call (``extra_content.google``); nothing for
+    a call without one."""
+    raw = block.provider_raw
+    signature = raw.data.get(SIGNATURE) if raw is not None else None
+    if raw is None or not isinstance(signature, str) or not signature:
+        return {}
+    return {"extra_content": {"google": {"thought_signature": wrap(raw, signature, {})}}}
+
+
+def signed_calls(messages: list[Message], turns: Any, ignored: list[str]) -> list[Message]:
+    """``messages`` with each tool call the gateway handed out with a thought signature
+    (:func:`call_signature`, in the Chat ``turns`` they were read from) given it back as its
+    maker keeps it; a signature the gateway did not write goes to no model and is named in
+    ``ignored``."""
+    found: dict[str, ProviderRaw] = {}
+    for i, turn in enumerate(turns if isinstance(turns, list) else ()):
+        calls = turn.get("tool_calls") if isinstance(turn, Mapping) else None
+        for k, call in enumerate(calls if isinstance(calls, list) else ()):
+            extra = call.get("extra_content") if isinstance(call, Mapping) else None
+            google = extra.get("google") if isinstance(extra, Mapping) else None
+            sealed = google.get("thought_signature") if isinstance(google, Mapping) else None
+            if not extra or sealed == "":
+                continue
+            made_by, signature = unwrap(sealed) if isinstance(sealed, str) else (None, "")
+            if made_by is None or not signature or not isinstance(call.get("id"), str):
+                ignored.append(f"messages[{i}].tool_calls[{k}].extra_content")
+                continue
+            record = {SIGNATURE: signature}
+            found[call["id"]] = made_by.model_copy(update={"data": record})
+
+    def given(block: object) -> object:
+        if isinstance(block, ToolUseBlock) and block.provider_raw is None and block.id in found:
+            return block.model_copy(update={"provider_raw": found[block.id]})
+        return block
+
+    return each_block(messages, given) if found else messages

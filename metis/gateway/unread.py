@@ -71,7 +71,10 @@ CHAT_INNER = {
     "image_url": frozenset({"url"}),
     "file": frozenset({"file_data", "file_id", "filename"}),
 }
-CHAT_CALLS: Known = {"function": _keys("id", "function"), "custom": _keys("id", "custom")}
+CHAT_CALLS: Known = {
+    "function": _keys("id", "function", "extra_content"),  # provenance.signed_calls reads it
+    "custom": _keys("id", "custom"),
+}
 CHAT_FUNCTION_CALL = frozenset({"name", "arguments"})
 CHAT_TOOLS: Known = {"function": _keys("function"), "custom": _keys("custom")}
 CHAT_FUNCTION = frozenset({"name", "description", "parameters", "strict"})

@@ -48,7 +48,11 @@ CASES = {
         "cut at its output limit (max_tokens)",
     ),
     "shape": (chat('{"city": "Paris"}'), StopKind.END_TURN, "population: Field required"),
-    "refusal": (chat(None, refusal="I can't help with that."), StopKind.REFUSAL, "refused"),
+    "refusal": (
+        chat(None, refusal="I can't help with that."),
+        StopKind.REFUSAL,
+        'refused ("I can\'t help with that.")',
+    ),
     "filter": (chat(None, finish="content_filter"), StopKind.CONTENT_FILTER, "content filter"),
 }
 CALL = {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}

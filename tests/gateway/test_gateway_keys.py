@@ -390,3 +390,22 @@ def test_a_reply_priced_below_0_does_not_lower_the_cost_counter(
     for _ in range(3):
         metrics.usage("m", TokenUsage(input_tokens=1, output_tokens=1))
     assert metrics.cost == {"m": Decimal(3)}
+
+
+@pytest.mark.anyio
+async def test_a_model_refused_names_the_models_the_key_may_use() -> None:
+    """A key refused a model learns which it may name (the 403 said only which it may not),
+    alike on every endpoint that names a model."""
+    keys = [{"name": "team-a", "sha256": digest("a-key"), "models": ["flash", "fallback"]}]
+    app = create_app(gateway_config(Emulator(), {"keys": keys}))
+    transport = httpx.ASGITransport(app=app)
+    said = "key 'team-a' may not use model 'gpt'; the models and routes it may use: "
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        for path in ("/v1/messages", "/v1/messages/count_tokens"):
+            other = {**SAID, "model": "gpt"}
+            refused = await client.post(path, json=other, headers={"x-api-key": "a-key"})
+            assert refused.status_code == 403, path
+            assert refused.json()["error"]["message"] == said + "'flash', 'fallback'"
+    _, state = _keys(models=[])
+    with pytest.raises(GatewayPermissionError, match=r"may use: none$"):
+        state.check_model("m")

@@ -62,12 +62,18 @@ def translated_stream(objects: list[dict[str, Any]]) -> StopReason:
     parser = OpenAIChatCodec().stream_parser(MessageBuilder("openai", "m"))
     events = [event for obj in objects for event in parser.feed(obj)]
     events += parser.end()
-    return next(e.stop_reason for e in events if isinstance(e, MessageComplete))
+    return unexplained(next(e.stop_reason for e in events if isinstance(e, MessageComplete)))
 
 
 def translated_whole(body: dict[str, Any]) -> StopReason:
     events = OpenAIChatCodec().parse_body(body, MessageBuilder("openai", "m"))
-    return next(e.stop_reason for e in events if isinstance(e, MessageComplete))
+    return unexplained(next(e.stop_reason for e in events if isinstance(e, MessageComplete)))
+
+
+def unexplained(stop: StopReason) -> StopReason:
+    """The stop without a refusal's words: the relay passes them on as they came and reads
+    the stop only for its kind (the translated path keeps them as its explanation)."""
+    return stop.model_copy(update={"explanation": None})
 
 
 CASES = [

@@ -63,6 +63,31 @@ def test_messages_top_k_and_top_p_reach_gemini_and_top_k_is_named_for_openai(
     assert sent["top_p"] == 0.5 and "top_k" not in sent
 
 
+def test_a_sampling_value_outside_the_models_range_is_left_out_and_named(
+    oai: Any, emulator: Emulator
+) -> None:
+    """A value the routed model takes only in a narrower range than the caller's API (Claude's
+    temperature is 0 to 1, OpenAI's 0 to 2), or not at all, is left out and named in
+    ``x-metis-dropped``, the request answered; it was refused before sending ("anthropic would
+    refuse this request")."""
+    raw = oai.chat.completions.with_raw_response.create(
+        model="sonnet", messages=SAID, temperature=1.5, top_p=0.5
+    )
+    assert raw.headers["x-metis-dropped"] == "temperature 1.5 (the model takes 0 to 1)"
+    sent = emulator.bodies("anthropic")[-1]
+    assert "temperature" not in sent and sent["top_p"] == 0.5
+    assert raw.parse().choices[0].message.content == "You said: Hi"
+    with oai.chat.completions.with_streaming_response.create(
+        model="flash", messages=SAID, stream=True, extra_body={"temperature": 3.0}
+    ) as streamed:
+        assert "temperature 3 (the model takes 0 to 2)" in streamed.headers["x-metis-dropped"]
+        assert b'"finish_reason":"stop"' in streamed.read()
+    assert "temperature" not in emulator.bodies("gemini")[-1].get("generationConfig", {})
+    raw = oai.responses.with_raw_response.create(model="haiku", input="Hi", temperature=1.25)
+    assert raw.headers["x-metis-dropped"] == "temperature 1.25 (the model takes 0 to 1)"
+    assert "temperature" not in emulator.bodies("bedrock")[-1].get("inferenceConfig", {})
+
+
 @pytest.mark.parametrize(
     ("api", "given", "said"),
     [

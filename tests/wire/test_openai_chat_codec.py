@@ -557,8 +557,12 @@ def test_stream_refusal() -> None:
         ]
     )
     done = final(events)
-    assert done.final_content == [TextBlock(text="I can't help with that.")]
+    assert done.final_content == []  # the words are the refusal's, not the reply's text
     assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.REFUSAL, "stop")
+    assert done.stop_reason.explanation == "I can't help with that."
+    cut = final(stream([chunk({"refusal": "I can't"}), chunk({}, "length")]))
+    assert cut.final_content == [TextBlock(text="I can't")]  # no refusal's end: text
+    assert cut.stop_reason.explanation is None
 
 
 def test_stream_length_and_other_finish_reasons() -> None:
@@ -740,8 +744,8 @@ def test_parse_body_refusal() -> None:
     message = {"role": "assistant", "content": None, "refusal": "No."}
     body = {"id": "c", "choices": [{"index": 0, "finish_reason": "stop", "message": message}]}
     done = final(parse(body))
-    assert done.final_content == [TextBlock(text="No.")]
-    assert done.stop_reason.kind is StopKind.REFUSAL
+    assert done.final_content == []
+    assert done.stop_reason.kind is StopKind.REFUSAL and done.stop_reason.explanation == "No."
 
 
 def test_parse_body_error_and_malformed() -> None:

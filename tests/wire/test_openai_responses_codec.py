@@ -698,8 +698,9 @@ def test_stream_refusal() -> None:
         ]
     )
     done = final(events)
-    assert done.final_content == [TextBlock(text="I can't help.", provider_raw=mine(id="msg_1"))]
+    assert [b for b in done.final_content if isinstance(b, TextBlock)] == []  # not its text
     assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.REFUSAL, "completed")
+    assert done.stop_reason.explanation == "I can't help."
 
 
 @pytest.mark.parametrize(
@@ -1373,3 +1374,17 @@ def test_an_item_id_with_a_lone_surrogate_reaches_provider_raw_replaced() -> Non
     assert block.provider_raw.data["id"] == "msg_\ufffd"
     for item in codec.output_items(final(events).final_content, make_call()):
         json.dumps(item, ensure_ascii=False).encode("utf-8")
+
+
+def test_a_whole_refusal_s_words_are_its_explanation_unless_it_ended_otherwise() -> None:
+    """A refusal part's words are the refusal's explanation (docs/contract.md §3), where the
+    gateway writes a refusal back; a reply cut short keeps them as its text."""
+    refusal = {"type": "refusal", "refusal": "I can't help with that."}
+    item = {"type": "message", "id": "m", "role": "assistant", "content": [refusal]}
+    done = final(codec.parse_body(body_of(item), MessageBuilder(PROVIDER, MODEL)))
+    assert done.stop_reason.kind is StopKind.REFUSAL and done.text == ""
+    assert done.stop_reason.explanation == "I can't help with that."
+    body = body_of(item, status="incomplete")
+    body["incomplete_details"] = {"reason": "max_output_tokens"}
+    done = final(codec.parse_body(body, MessageBuilder(PROVIDER, MODEL)))
+    assert done.text == "I can't help with that." and done.stop_reason.explanation is None

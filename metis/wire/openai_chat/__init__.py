@@ -199,13 +199,16 @@ class OpenAIChatCodec:
         if content := message.get("content"):
             read_content(builder, content, _TEXT, _REASONING)
         refusal = optional_text(message, "refusal", "message")
-        if refusal:
+        finish = optional_text(choice, "finish_reason", "choices[0]")
+        calls = message_calls(message)
+        native = choice.get("native_finish_reason")
+        stop = stop_reason(finish, bool(refusal), bool(calls), native, refusal)
+        if refusal and stop.explanation is None:  # not a refusal's end: the reply's text
             builder.text(_TEXT, refusal)
         if (audio := message.get("audio")) is not None:
             read_audio(builder, audio, {}, "message")
         for cited in annotation_citations(message.get("annotations")) + source_list(body):
             builder.citation(_TEXT, cited)
-        calls = message_calls(message)
         for i, item in enumerate(calls):
             item = object_value(item, "message.tool_calls[]")
             key, custom = ("tool", i), item.get("type") == "custom"
@@ -223,9 +226,7 @@ class OpenAIChatCodec:
             apart = self.quirks.reasoning_tokens_apart
             tier = body.get("service_tier")
             read_usage(builder, object_value(usage, "response.usage"), apart, tier)
-        finish = optional_text(choice, "finish_reason", "choices[0]")
-        native = choice.get("native_finish_reason")
-        builder.stop(stop_reason(finish, bool(refusal), bool(calls), native))
+        builder.stop(stop)
         builder.finish()
         return builder.take()
 
@@ -241,13 +242,13 @@ def choice_index(choice: Any) -> int:
 
 class _StreamParser:
     __slots__ = (
-        "_apart", "_audio", "_builder", "_calls", "_finished", "_index", "_refused", "_sources"
+        "_apart", "_audio", "_builder", "_calls", "_finished", "_index", "_refusal", "_sources"
     )  # fmt: skip
 
     def __init__(self, builder: MessageBuilder, reasoning_apart: bool = False) -> None:
         self._builder, self._apart = builder, reasoning_apart
         self._calls = StreamedToolCalls(builder)
-        self._refused = False
+        self._refusal: list[str] = []  # the refusal's words so far
         self._finished = False
         self._sources: list[Citation] = []  # a reply's source list, as the last chunk gave it
         self._index: int | None = None  # the index of the choice read, once a chunk had one
@@ -324,10 +325,12 @@ class _StreamParser:
         tool calls or as a turn's end."""
         if not self._finished:
             kind = StopKind.TOOL_USE if self._calls.any else StopKind.END_TURN
+            self._refused_as_text()
             self._finish_with(StopReason(kind=kind))
         return self.end()
 
     def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._refused_as_text()
         self._calls.tell_all()
         kept_audio(self._builder, self._audio)
         self._builder.finish(reason)
@@ -339,8 +342,7 @@ class _StreamParser:
         if content := delta.get("content"):
             read_content(builder, content, _TEXT, _REASONING, "delta")
         if refusal := optional_text(delta, "refusal", "delta"):
-            builder.text(_TEXT, refusal)
-            self._refused = True
+            self._refusal.append(refusal)  # its stop's explanation, or text (_finish)
         for cited in annotation_citations(delta.get("annotations")):
             builder.citation(_TEXT, cited)
         for item in optional_list(delta, "tool_calls", "delta"):
@@ -351,7 +353,17 @@ class _StreamParser:
             read_audio(builder, audio, self._audio, "delta")
 
     def _finish(self, reason: str, native: Any = None) -> None:
-        self._finish_with(stop_reason(reason, self._refused, self._calls.any, native))
+        words = "".join(self._refusal)
+        stop = stop_reason(reason, bool(words), self._calls.any, native, words)
+        if stop.explanation is None:
+            self._refused_as_text()
+        self._finish_with(stop)
+
+    def _refused_as_text(self) -> None:
+        """Refusal words of a reply that did not end as a refusal: the reply's text."""
+        if self._refusal:
+            self._builder.text(_TEXT, "".join(self._refusal))
+            self._refusal.clear()
 
     def _finish_with(self, stop: StopReason) -> None:
         self._finished = True

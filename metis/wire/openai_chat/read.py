@@ -71,7 +71,6 @@ _STOPS = {
 CONTENT, REASONING_DETAILS = "content", "reasoning_details"
 """Where an opaque block of this dialect goes back: a ``content`` chunk or a
 ``reasoning_details`` entry of the assistant message."""
-_REFUSED = StopReason(kind=StopKind.REFUSAL, raw="stop")
 _FORCED_TOOL = StopReason(kind=StopKind.TOOL_USE, raw="stop")
 
 
@@ -164,8 +163,12 @@ def read_reasoning_details(
             builder.opaque(object(), kind, entry, place=REASONING_DETAILS)
 
 
-def stop_reason(raw: str | None, refused: bool, calls: bool, native: Any = None) -> StopReason:
-    """``finish_reason`` read; ``calls``: the reply holds tool calls. A whole reply that names
+def stop_reason(
+    raw: str | None, refused: bool, calls: bool, native: Any = None, words: str | None = None
+) -> StopReason:
+    """``finish_reason`` read; ``refused``: the message has refusal ``words`` (a ``stop``
+    with them is a refusal they explain, docs/contract.md §3); ``calls``: the reply holds tool
+    calls. A whole reply that names
     none (OpenRouter's relays of some providers), or an empty one (Snowflake Cortex's), ended by
     its tool calls, or as a turn's end. ``native``: OpenRouter's ``native_finish_reason``, the
     upstream's own; where it names the output limit, the reply stopped there (OpenRouter says
@@ -176,7 +179,7 @@ def stop_reason(raw: str | None, refused: bool, calls: bool, native: Any = None)
     if not raw:
         return StopReason(kind=StopKind.TOOL_USE if calls else StopKind.END_TURN, raw=raw)
     if raw == "stop" and refused:
-        return _REFUSED
+        return StopReason(kind=StopKind.REFUSAL, raw=raw, explanation=words or None)
     if raw == "stop" and calls:  # what compatible servers answer to a named tool_choice
         return _FORCED_TOOL
     known = _STOPS.get(raw) if raw is not None else None

@@ -5,7 +5,7 @@ Sans-IO; every value read from the server is checked by :mod:`metis.wire.read`.
 A reply is a list of output items, each announced by ``response.output_item.added`` and
 closed by ``response.output_item.done``, with the item's ``output_index`` on every event in
 between; the parser uses that index as the builder's key. ``message`` items give text
-(``output_text`` and ``refusal`` parts), ``function_call`` items tool calls, and so do
+(``output_text`` parts), ``function_call`` items tool calls, and so do
 ``custom_tool_call`` items (a freeform call: its text as ``{"input": text}``, its
 ``response.custom_tool_call_input.delta`` pieces as that JSON's pieces; a call ends at its
 input's ``.done`` event: :mod:`.calls`), ``reasoning``
@@ -29,11 +29,13 @@ added twice, whatever gaps the stream's indices had and even where the endpoint 
 new id on every event (GitHub Copilot's); only items the stream never announced are read from
 it. Events are keyed by ``output_index`` alone, never by item id.
 
-Stop reasons: there is no finish reason. A ``completed`` reply stops with ``refusal`` when it
-refused, ``tool_use`` when it holds a function call, else ``end_turn``, all with raw
-``"completed"``, whatever other items it holds (a dropped item never decides the stop: a reply
-that ends on a compaction item ends its turn like any other); so does a whole reply that names
-no status at all (OpenRouter's), with raw empty. An ``incomplete`` reply stops by
+Stop reasons (:mod:`.stop`): there is no finish reason. A ``completed`` reply stops with
+``refusal`` when it refused (its refusal parts' words the stop's ``explanation``, not the
+reply's text; a reply that ends otherwise keeps them as text), ``tool_use`` when it holds a
+function call, else ``end_turn``, all with raw ``"completed"``, whatever other items it holds
+(a dropped item never decides the stop: a reply that ends on a compaction item ends its turn
+like any other); so does a whole reply that names no status at all (OpenRouter's), with raw
+empty. An ``incomplete`` reply stops by
 its ``incomplete_details.reason`` (``max_output_tokens`` -> ``max_tokens``, ``content_filter``
 -> ``content_filter``, others provider-specific), which is also the raw string.
 ``response.failed`` and ``error`` events raise classified errors, as does a whole response
@@ -51,7 +53,7 @@ from typing import Any
 
 from metis.errors import ProtocolError
 from metis.model.events import StreamEvent
-from metis.model.response import StopKind, StopReason
+from metis.model.response import StopReason
 from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
 from metis.wire.openai_responses import server_tools as server
@@ -59,6 +61,7 @@ from metis.wire.openai_responses import xai_tools as xai
 from metis.wire.openai_responses.calls import CALLS, INPUT_DONE, CallInputs
 from metis.wire.openai_responses.custom import CUSTOM_CALL
 from metis.wire.openai_responses.errors import body_error, cut_while_pending
+from metis.wire.openai_responses.stop import stop_reason
 from metis.wire.openai_responses.usage import read_counts
 from metis.wire.read import (
     counts_of,
@@ -86,7 +89,6 @@ _DELTAS = frozenset(
 )
 _CANONICAL_ITEMS = frozenset(("message", "function_call", CUSTOM_CALL, "reasoning"))
 """The output item types with a canonical form: text, a tool call, thinking."""
-_INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
 
 
 class _Everything(set[Any]):
@@ -101,7 +103,7 @@ class ResponsesParser:
     """Feeds Responses stream events (parsed SSE ``data:`` objects) to a builder."""
 
     __slots__ = (
-        "_builder", "_calls", "_custom_tools", "_done", "_dropped", "_ids", "_items", "_refused",
+        "_builder", "_calls", "_custom_tools", "_done", "_dropped", "_ids", "_items", "_refusal",
         "_server", "_tools",
     )  # fmt: skip
 
@@ -113,7 +115,7 @@ class ResponsesParser:
         self._dropped: set[Any] = set()  # indices of items outside the canonical model
         self._calls = CallInputs(builder)
         self._tools = False
-        self._refused = False
+        self._refusal: list[tuple[Any, str]] = []  # (item index, words): a refusal's explanation
         self._server: set[int] = set()  # indices of custom_tool_call items the server ran (xAI)
         self._custom_tools: frozenset[str] | None = None  # as the reply's tools echo says
 
@@ -132,6 +134,7 @@ class ResponsesParser:
         return self._builder.take()
 
     def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._refused_as_text()
         self._builder.finish(reason)
         return self._builder.take()
 
@@ -177,8 +180,7 @@ class ResponsesParser:
             if found is not None and builder.has_block(index):
                 builder.citation(index, found)
         elif kind == "response.refusal.delta":
-            builder.text(index, required_text(obj, "delta", kind))
-            self._refused = True
+            self._refusal.append((index, required_text(obj, "delta", kind)))
         elif kind in ("response.created", "response.in_progress", "response.queued"):
             response = required_object(obj, "response", kind)
             builder.start(*_identity(response))
@@ -258,7 +260,7 @@ class ResponsesParser:
             kind = required_text(part, "type", where)
             text = optional_text(part, "text", where) if kind == "output_text" else None
             if kind == "refusal":
-                text, self._refused = optional_text(part, "refusal", where), True
+                self._refusal.append((index, optional_text(part, "refusal", where) or ""))
             if text:
                 self._builder.text(index, text)
             for found in server.part_citations(part, offset, where):
@@ -286,11 +288,22 @@ class ResponsesParser:
         usage = optional_object(response, "usage", "response")
         read_usage(builder, usage, kinds, response.get("tool_usage"))
         builder.usage(service_tier=service_tier(response.get("service_tier")))
-        builder.stop(self._stop_reason(response))
+        words = "".join(said for _, said in self._refusal)
+        stop = stop_reason(response, words if self._refusal else None, self._tools)
+        if stop.explanation is None:
+            self._refused_as_text()
+        builder.stop(stop)
         self._mark_unpaired()
         builder.finish()
         self._done = True
         self._dropped = _EVERYTHING  # the hot path now hands every delta to _event
+
+    def _refused_as_text(self) -> None:
+        """Refusal words of a reply that did not end as a refusal: its text."""
+        for index, words in self._refusal:
+            if words:
+                self._builder.text(index, words)
+        self._refusal.clear()
 
     def _mark_unpaired(self) -> None:
         """Mark ``unpaired`` each kept reasoning item whose following item (in the order the
@@ -332,29 +345,6 @@ class ResponsesParser:
         if at is None or at[0] != item.get("type", "message"):
             return False
         return self._ids[position] not in final_ids
-
-    def _stop_reason(self, response: dict[str, Any]) -> StopReason:
-        status = response.get("status")
-        if status is None and response.get("incomplete_details"):
-            status = "incomplete"
-        if status in ("completed", None):  # None: a whole reply naming none (OpenRouter's)
-            raw = status or ""
-            if self._refused:
-                return StopReason(kind=StopKind.REFUSAL, raw=raw)
-            if self._tools:
-                return StopReason(kind=StopKind.TOOL_USE, raw=raw)
-            return StopReason(kind=StopKind.END_TURN, raw=raw)
-        if status == "incomplete":
-            details = object_value(
-                response.get("incomplete_details") or {}, "response.incomplete_details"
-            )
-            reason = details.get("reason")
-            raw = reason if isinstance(reason, str) else status
-            return StopReason(kind=_INCOMPLETE.get(raw, StopKind.PROVIDER_SPECIFIC), raw=raw)
-        if status == "cancelled":
-            return StopReason(kind=StopKind.CANCELLED, raw=status)
-        raw_status = status if isinstance(status, str) else None
-        return StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=raw_status)
 
 
 def read_usage(

@@ -19,7 +19,13 @@ from typing import Any, ClassVar
 
 from metis.gateway.inbound import Inbound
 from metis.gateway.responses_api import ResponseStream
-from metis.gateway.responses_items import RESPONSES, echo_of, output_items, response_object
+from metis.gateway.responses_items import (
+    RESPONSES,
+    echo_of,
+    output_items,
+    refusal_item,
+    response_object,
+)
 from metis.gateway.responses_read import read_responses
 from metis.histories.blocks import opaque
 from metis.model.content import ContentBlock, OpaqueBlock, TextBlock, ThinkingBlock, ToolUseBlock
@@ -170,6 +176,9 @@ class Responses(OpenAI):
         }
         inbound = Inbound(call.model, [], options=asked)
         output = output_items(content, inbound, response_id, _namer(named))
+        if canonical.stop_reason.explanation is not None:  # as its stream ends it too
+            refused = refusal_item(canonical.stop_reason.explanation, "msg_" + ids.token(48, "hex"))
+            output.append(refused)
         echo = call.options["echo"] = echo_of(call.body)
         stop, usage = canonical.stop_reason, canonical.usage
         response = response_object(inbound, call.model, response_id, output, stop, usage, echo)
