@@ -43,7 +43,7 @@ import anyio.to_thread
 from pydantic import BaseModel, validate_call
 
 from metis.core.options import checked_options
-from metis.core.raised import first_raised
+from metis.core.raised import carrying, first_raised
 from metis.errors import ConfigError, InvalidRequestError
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import FREEFORM_SCHEMA, FreeformInput, ToolDefinition
@@ -206,7 +206,7 @@ async def arun_tools(
     try:  # a tool raising what is not an Exception (SystemExit) goes on out as itself
         async with anyio.create_task_group() as group:
             for i, call in enumerate(calls):
-                group.start_soon(one, i, call)
+                group.start_soon(carrying, one, i, call)
     except BaseExceptionGroup as failed:
         raise first_raised(failed) from None
     return Message(role=Role.TOOL, content=[r for r in results if r is not None])
