@@ -73,7 +73,7 @@ def test_a_router_serves_asyncio_then_trio(at_emulator: Emulator, limited: bool)
     assert asyncio.run(router.complete(_request())).text
 
 
-@pytest.mark.parametrize("limited", [False], ids=["plain"])
+@pytest.mark.parametrize("limited", [False, True], ids=["plain", "max_concurrent"])
 def test_a_router_shared_by_threads_each_on_its_own_loop(
     at_emulator: Emulator, limited: bool
 ) -> None:
