@@ -5,6 +5,7 @@ of the synchronous call as it was raised, and metis's loop serves the calls afte
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -93,5 +94,30 @@ def test_an_event_handlers_base_exception_in_a_sync_run_comes_out_as_raised(
     session = metis.Session(MODEL)
     with pytest.raises(type(raised)) as caught:
         session.run("Hi", on_event=on_event)
+    assert caught.value is raised
+    _the_loop_serves_on(session)
+
+
+@pytest.mark.parametrize("form", ["run", "arun"])
+def test_a_stray_cancelled_error_of_a_tool_is_not_swallowed(
+    at_emulator: Emulator, form: str
+) -> None:
+    """A tool that raises asyncio's CancelledError of its own (it awaited a task cancelled
+    elsewhere), not the run's cancellation: before, the run went on as if the tool had been
+    cancelled by it ('get_weather was cancelled before it finished' sent to the model) and
+    ended complete, the error gone."""
+    raised = asyncio.CancelledError("a task this tool awaited was cancelled")
+
+    @metis.tool
+    async def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        raise raised
+
+    session = metis.Session(MODEL, tools=[get_weather])
+    with pytest.raises(asyncio.CancelledError) as caught:
+        if form == "run":
+            session.run(ASK)
+        else:
+            asyncio.run(session.arun(ASK))
     assert caught.value is raised
     _the_loop_serves_on(session)
