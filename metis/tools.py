@@ -42,7 +42,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from metis.core.raised import first_raised
+from metis.core.raised import carrying, first_raised
 from metis.errors import ConfigError, InvalidRequestError
 from metis.model import CanonicalResponse, MessageComplete
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
@@ -82,7 +82,7 @@ async def arun_tools(
     try:  # a tool raising what is not an Exception (SystemExit) goes on out as itself
         async with anyio.create_task_group() as group:
             for i, call in enumerate(calls):
-                group.start_soon(one, i, call)
+                group.start_soon(carrying, one, i, call)
     except BaseExceptionGroup as failed:
         raise first_raised(failed) from None
     return Message(role=Role.TOOL, content=[r for r in results if r is not None])

@@ -26,6 +26,7 @@ from metis.adapter.checks import (
     warn_unclosed,
 )
 from metis.adapter.lifecycle import Lifecycle
+from metis.core.any_loop import AnyLoopSlots
 from metis.core.config_files import typed
 from metis.core.options import checked_init, checked_options
 from metis.core.secrets import install_httpx_log_filter
@@ -102,7 +103,7 @@ class Adapter(Lifecycle):
         self.init_on_first_call = init_on_first_call
         """Run :meth:`init` before the first call (the Registry and the one-line calls ask)."""
         self._initialized = False
-        self._init_lock = None  # made by the first init (anyio loads it lazily)
+        self._init_lock = AnyLoopSlots(1)
         self._lifespan = None
         self._closed = False
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Self
 
-import anyio
-
 from metis.adapter.deprecated import OldClosingNames
+from metis.core.any_loop import AnyLoopSlots
 
 if TYPE_CHECKING:
     from metis.model.capabilities import AdapterCapabilities
@@ -24,7 +23,7 @@ class Lifecycle(OldClosingNames):
 
     _pipeline: Pipeline | None
     _initialized: bool
-    _init_lock: anyio.Lock | None
+    _init_lock: AnyLoopSlots
     _lifespan: AsyncExitStack | None
     _closed: bool
     _owns_client: bool
@@ -48,20 +47,26 @@ class Lifecycle(OldClosingNames):
         each stage's ``init``; a remote HTTP stack has nothing to prepare. Runs once however
         often it is called; an adapter built with ``init_on_first_call`` runs it before its
         first call."""
-        if self._init_lock is None:
-            self._init_lock = anyio.Lock()
-        async with self._init_lock:
-            if self._initialized:
-                return
-            provider = self.pipeline.provider
-            lifespan = provider.lifespan(self.capabilities) if provider is not None else None
-            if lifespan is not None:
-                exits = AsyncExitStack()
-                self.capabilities = await exits.enter_async_context(lifespan)
-                self._lifespan = exits
-            for stage in self.pipeline:
-                await stage.init(self)
-            self._initialized = True
+        if self._initialized:
+            return
+        turn = object()  # the first init is one at a time, whichever loop or thread asks
+        await self._init_lock.take(turn)
+        try:
+            if not self._initialized:
+                await self._enter()
+        finally:
+            self._init_lock.give_back(turn)
+
+    async def _enter(self) -> None:
+        provider = self.pipeline.provider
+        lifespan = provider.lifespan(self.capabilities) if provider is not None else None
+        if lifespan is not None:
+            exits = AsyncExitStack()
+            self.capabilities = await exits.enter_async_context(lifespan)
+            self._lifespan = exits
+        for stage in self.pipeline:
+            await stage.init(self)
+        self._initialized = True
 
     async def aclose(self) -> None:
         """Runs each stage's ``dispose``, innermost first, leaves the provider's lifespan (a

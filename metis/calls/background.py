@@ -33,6 +33,7 @@ from anyio.from_thread import BlockingPortal
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from metis.calls.async_stream import warn_unread
+from metis.core.raised import Carried, carrying
 from metis.errors import BlockingCallError
 
 T = TypeVar("T")
@@ -109,7 +110,7 @@ class BackgroundLoop:
         future: concurrent.futures.Future[T] | None = None
         try:  # a Ctrl-C may land inside start_task_soon, after the task was started
             future = self.portal.start_task_soon(call.run, function)
-            return future.result()
+            return _outcome(future)
         except BaseException:
             if future is None or not future.done():
                 self._stop_task(call)  # its cleanup (the connection closed) first
@@ -153,7 +154,7 @@ class BackgroundLoop:
             future = self.portal.start_task_soon(producer.run, produce)
             while batch := self.portal.call(_waiting, receive, asked):
                 yield from batch
-            future.result()  # the error that ended the events, if one did
+            _outcome(future)  # the error that ended the events, if one did
         finally:
             if future is None or not future.done():  # left early, or interrupted
                 self._stop_task(producer)
@@ -209,7 +210,8 @@ class _Cancellable:
             with anyio.CancelScope() as self.scope:
                 if self.cancelled:
                     self.scope.cancel()
-                return await function()
+                # a tool's KeyboardInterrupt or SystemExit would end the loop with it
+                return await carrying(function)
             raise _Interrupted  # cancelled for the waiting thread, which raises its own
         finally:
             self.finished.set()
@@ -223,6 +225,15 @@ class _Cancellable:
 
 class _Interrupted(Exception):
     pass
+
+
+def _outcome(future: concurrent.futures.Future[T]) -> T:
+    """The future's result; what :func:`carrying` carried is raised as it was raised."""
+    try:
+        return future.result()
+    except Carried as carried:
+        raised = carried.raised
+    raise raised
 
 
 async def _waiting(receive: MemoryObjectReceiveStream[T], asked: anyio.Semaphore | None) -> list[T]:

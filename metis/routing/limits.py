@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from metis.core.any_loop import AnyLoopSlots
 from metis.core.config_files import config_error
 from metis.core.options import checked_init
 from metis.errors import RateLimitError
@@ -201,7 +202,7 @@ class Limiter:
         if shared_slots is not None and not isinstance(shared_slots, Fallback):
             shared_slots = Fallback("slots", shared_slots, InMemorySlots(), route=key)
         self.slot_store: Fallback[SharedSlots] | None = shared_slots
-        self._slots: anyio.CapacityLimiter | None = None
+        self._slots: AnyLoopSlots | None = None
 
     def __repr__(self) -> str:
         return f"<Limiter {self.key}: {self.limits!r}>"
@@ -218,7 +219,7 @@ class Limiter:
             elif self.limits.max_concurrent is not None:
                 borrower = object()  # not the task: a stream may be read from several tasks
                 await self._slot(deadline, borrower)
-                stack.callback(self._limiter().release_on_behalf_of, borrower)
+                stack.callback(self._limiter().give_back, borrower)
             wait = await self._take_both(estimate, deadline)
             try:
                 await anyio.sleep(wait)
@@ -243,14 +244,12 @@ class Limiter:
 
     async def _slot(self, deadline: float, borrower: object) -> None:
         slots = self._limiter()
-        try:
-            slots.acquire_on_behalf_of_nowait(borrower)
+        if slots.take_nowait(borrower):
             return
-        except anyio.WouldBlock:
-            if self.limits.on_limit == "fail":
-                raise self._refused("concurrent calls", None) from None
+        if self.limits.on_limit == "fail":
+            raise self._refused("concurrent calls", None)
         with anyio.move_on_after(deadline - anyio.current_time()):
-            await slots.acquire_on_behalf_of(borrower)
+            await slots.take(borrower)
             return
         raise self._refused("concurrent calls", None)
 
@@ -272,9 +271,10 @@ class Limiter:
         with anyio.CancelScope(shield=True):
             await self.slot_store.everywhere(lambda s: s.give_back(name, holder))
 
-    def _limiter(self) -> anyio.CapacityLimiter:
+    def _limiter(self) -> AnyLoopSlots:
+        """This process's slots, shared by the event loops and threads calling through it."""
         if self._slots is None:
-            self._slots = anyio.CapacityLimiter(self.limits.max_concurrent or 1)
+            self._slots = AnyLoopSlots(self.limits.max_concurrent or 1)
         return self._slots
 
     async def _take_both(self, estimate: int, deadline: float) -> float:

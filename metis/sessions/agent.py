@@ -28,7 +28,7 @@ from pydantic import TypeAdapter
 
 from metis.calls.priced import priced
 from metis.calls.request import ModelOptions, validated
-from metis.core.raised import first_raised
+from metis.core.raised import carrying, first_raised
 from metis.cost import Cost
 from metis.errors import ProtocolError
 from metis.model.content import Message, ToolResultBlock, ToolUseBlock
@@ -164,7 +164,7 @@ async def _answer(
             with control.wait():
                 async with anyio.create_task_group() as group:
                     for i, call in enumerate(calls):
-                        group.start_soon(one, i, call)
+                        group.start_soon(carrying, one, i, call)
     except BaseExceptionGroup as failed:  # a tool raised what is not an Exception (SystemExit)
         raise first_raised(failed) from None
     finally:

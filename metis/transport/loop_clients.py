@@ -11,6 +11,7 @@ loop that calls.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, TypeGuard
@@ -49,24 +50,38 @@ def is_asyncio_loop(loop: object) -> TypeGuard[asyncio.AbstractEventLoop]:
 
 class LoopClients:
     """The clients ``make`` makes, by the loop each serves. One asked for outside any loop
-    (``adapter.http_client()`` at import time) is the one the first loop to call takes."""
+    (``adapter.http_client()`` at import time) is the one the first loop to call takes, and
+    what was set on it (headers, query parameters, ...) is set on every later loop's."""
 
     def __init__(self, make: Callable[[], AsyncHTTPClient]) -> None:
         self._make = make
         self._by_loop: dict[object, AsyncHTTPClient] = {}
         self._outside: AsyncHTTPClient | None = None
+        self._set_up: AsyncHTTPClient | None = None
+        """The first client made outside any loop: what the application set on it."""
+        self._lock = threading.Lock()  # loops in several threads ask at once
 
     def get(self) -> AsyncHTTPClient:
         loop = running_loop()
-        if loop is None:
-            self._outside = self._outside or self._make()
-            return self._outside
-        client = self._by_loop.get(loop)
-        if client is None:
+        with self._lock:
+            if loop is None:
+                if self._outside is None:
+                    self._outside = self._make()
+                    self._set_up = self._set_up or self._outside
+                return self._outside
+            client = self._by_loop.get(loop)
+            if client is not None:
+                return client
             self._forget_closed_loops()
-            client, self._outside = self._outside or self._make(), None
+            client, self._outside = self._outside or self._made_as_set_up(), None
             self._by_loop[loop] = client
-            at_loop_end(loop, partial(self._close, loop, client), "metis: close a client")
+        at_loop_end(loop, partial(self._close, loop, client), "metis: close a client")
+        return client
+
+    def _made_as_set_up(self) -> AsyncHTTPClient:
+        client = self._make()
+        if self._set_up is not None:
+            set_up_like(client, self._set_up)
         return client
 
     def any_open(self) -> bool:
@@ -91,6 +106,20 @@ class LoopClients:
         for loop in list(self._by_loop):
             if is_asyncio_loop(loop) and loop.is_closed():
                 del self._by_loop[loop]
+
+
+SET_UP = (
+    *("headers", "params", "cookies", "auth", "event_hooks", "base_url", "timeout"),
+    *("follow_redirects", "max_redirects"),
+)
+"""What an application sets on a client (httpx's and httpx2's settable properties), not its
+transport and pool, which are its loop's."""
+
+
+def set_up_like(client: AsyncHTTPClient, model: AsyncHTTPClient) -> None:
+    """Set on ``client`` what is set on ``model``."""
+    for name in SET_UP:
+        setattr(client, name, getattr(model, name))
 
 
 def at_loop_end(loop: object, end: Callable[[], Awaitable[object]], name: str) -> object:

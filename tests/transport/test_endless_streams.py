@@ -1,0 +1,65 @@
+"""A stream that never ends, over a real socket (tests/fault_proxy.py), under asyncio and trio:
+an upstream that sends Anthropic ``ping`` events, SSE comments or text deltas at a steady
+pace and never its end. Each one keeps the idle timeout from running out (bytes keep coming),
+so what bounds the call is its deadline, ``timeout_seconds`` (README, "Errors, retries,
+timeouts, cancellation"): the call ends there as a ``network`` error, after a
+``message.complete`` (stop reason ``error``) keeping the text that came."""
+
+from __future__ import annotations
+
+import pytest
+
+from metis.errors import ErrorClass, NetworkError
+from metis.model import MessageComplete, StreamEvent, TextDelta
+from metis.model.response import StopKind
+from metis.transport.stage import Transport
+
+from ..fakes import anthropic_start, sse
+from ..fault_proxy import FaultProxy, Pause, chunk, chunked_head
+from .test_deadlines import SLACK, adapter_for, request, timed
+
+DEADLINE = 1.5
+PACE = 0.05
+STEPS = 400  # 20 s of keep-alives: far past the deadline, and still an end if nothing bounds it
+
+TEXT = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "la "}}
+KEEP_ALIVES = {
+    "ping": sse({"type": "ping"})[0].encode(),
+    "comment": b": keep-alive\n\n",
+    "text": sse(TEXT)[0].encode(),
+}
+
+
+def endless(kind: str) -> list[object]:
+    opened = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "text", "text": ""},
+    }
+    first = [chunked_head(), chunk("".join(sse(anthropic_start(), opened)).encode())]
+    beat = chunk(KEEP_ALIVES[kind])
+    return first + [step for _ in range(STEPS) for step in (beat, Pause(PACE))]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", sorted(KEEP_ALIVES))
+async def test_a_stream_that_never_ends_ends_at_the_calls_deadline(kind: str) -> None:
+    async with FaultProxy.running() as proxy, timed() as elapsed:
+        proxy.script(*endless(kind))
+        adapter = adapter_for(proxy.url, timeout_seconds=DEADLINE)
+        # an idle timeout shorter than the deadline, which the keep-alives never let run out
+        adapter.pipeline.replace("transport", Transport(idle_timeout=0.5))
+        events: list[StreamEvent] = []
+        with pytest.raises(NetworkError) as caught:
+            async for event in adapter.stream(request(adapter.name)):
+                events.append(event)
+        assert DEADLINE - 0.1 <= elapsed() <= DEADLINE + SLACK
+        await adapter.aclose()
+    assert caught.value.error_class is ErrorClass.NETWORK
+    assert "timeout" in str(caught.value)
+    complete = events[-1]
+    assert isinstance(complete, MessageComplete)
+    assert complete.stop_reason.kind is StopKind.ERROR
+    sent = "".join(e.text for e in events if isinstance(e, TextDelta))
+    kept = "".join(getattr(block, "text", "") for block in complete.final_content)
+    assert kept == sent and (sent != "") is (kind == "text")
