@@ -5,6 +5,7 @@ provider took and refuses, in the provider's words, what it refused."""
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -234,3 +235,32 @@ def test_the_first_o1_models_are_not_on_the_responses_api(http: httpx.Client, mo
         error["code"] == "model_not_found"
         and "not supported with the Responses API" in error["message"]
     )
+
+
+def test_a_recursive_schema_is_answered_with_a_small_object(http: httpx.Client) -> None:
+    """vicentereig/dspy.rb's html_to_markdown_hierarchical_full cassette: a strict schema
+    whose nodes hold lists of nodes, asked about several things (gpt-4o-mini: 200). The
+    emulator filled each nested list with one node per thing named, at every level: about
+    four to the ninth nodes, minutes of work and an answer of a hundred megabytes."""
+    node = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+        },
+        "required": ["name", "children"],
+        "additionalProperties": False,
+    }
+    schema = {**node, "$defs": {"Node": node}}
+    fmt = {"type": "json_schema", "json_schema": {"name": "tree", "strict": True, "schema": schema}}
+    said = [{"role": "user", "content": "Outline Lima and Cusco."}]
+    body = {"model": "gpt-4o-mini", "messages": said, "response_format": fmt}
+    reply = http.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+    assert reply.status_code == 200, reply.text[:300]
+    tree = json.loads(reply.json()["choices"][0]["message"]["content"])
+
+    def count(value: Any) -> int:
+        kids = value.get("children") if isinstance(value, dict) else None
+        return 1 + sum(count(kid) for kid in kids or [])
+
+    assert 1 < count(tree) <= 30
