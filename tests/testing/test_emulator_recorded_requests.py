@@ -45,6 +45,16 @@ CHAT_REFUSES = {
         {"model": "gpt-5-nano", "temperature": 0.3},
         "'temperature' is not supported",
     ),
+    # openai/openai-dotnet tests/SessionRecords/ChatToolTests/
+    # StructuredOutputs(WithoutSchema,Strict,FailureExpected).json: a strict function without
+    # parameters is an open object
+    "strict-function-without-parameters": (
+        {
+            "model": "gpt-4o-2024-08-06",
+            "tools": [{"type": "function", "function": {"name": "color", "strict": True}}],
+        },
+        "Invalid schema for function 'color': In context=(), 'additionalProperties' is required",
+    ),
 }
 
 

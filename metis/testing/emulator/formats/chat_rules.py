@@ -40,11 +40,8 @@ def _check_top_level(body: dict[str, Any], call: Any) -> None:
 def _check_strict_tools(body: dict[str, Any], call: Any) -> None:
     for i, tool in enumerate(body.get("tools") or []):
         function = tool.get("function") or {}
-        problem = (
-            strict_schema_problem(function.get("parameters"))
-            if function.get("strict") is True
-            else None
-        )
+        parameters = function.get("parameters", {"type": "object", "properties": {}})
+        problem = strict_schema_problem(parameters) if function.get("strict") is True else None
         if problem:
             message = f"Invalid schema for function '{function['name']}': {problem}"
             raise Refused(message, f"tools[{i}].function.parameters", "invalid_function_parameters")
