@@ -274,3 +274,35 @@ def test_a_recursive_schema_is_answered_with_a_small_object(http: httpx.Client) 
         return 1 + sum(count(kid) for kid in kids or [])
 
     assert 1 < count(tree) <= 30
+
+
+def test_tool_results_in_consecutive_user_messages_answer_the_calls(http: httpx.Client) -> None:
+    """patvice/ruby_llm-mcp's mixed_parameter_types cassette (claude-sonnet-4: 200): two calls
+    answered in two user messages one after the other, which Anthropic reads as one turn; the
+    library's rule (and so the emulator and the client's check) refused the first call as
+    unanswered. A text between the two still leaves the second unanswered."""
+    calls = [
+        {"type": "tool_use", "id": "toolu_a", "name": "add", "input": {"a": 5, "b": 7}},
+        {"type": "tool_use", "id": "toolu_m", "name": "mul", "input": {"a": 3, "b": 4}},
+    ]
+    turns = [
+        {"role": "user", "content": "Add 5 and 7, and multiply 3 by 4."},
+        {"role": "assistant", "content": calls},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": "12"}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_m", "content": "12"}],
+        },
+    ]
+    tools = [{"name": n, "input_schema": {"type": "object"}} for n in ("add", "mul")]
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "tools": tools, "messages": turns}
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    reply = http.post("/v1/messages", json=body, headers=headers)
+    assert reply.status_code == 200, reply.text[:300]
+    turns.insert(3, {"role": "assistant", "content": "One more."})
+    refused = http.post("/v1/messages", json=body, headers=headers)
+    assert refused.status_code == 400, refused.text[:300]
+    assert "toolu_m" in refused.json()["error"]["message"]
