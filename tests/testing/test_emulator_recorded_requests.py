@@ -306,3 +306,20 @@ def test_tool_results_in_consecutive_user_messages_answer_the_calls(http: httpx.
     refused = http.post("/v1/messages", json=body, headers=headers)
     assert refused.status_code == 400, refused.text[:300]
     assert "toolu_m" in refused.json()["error"]["message"]
+
+
+def test_a_null_stream_is_taken_by_responses(http: httpx.Client) -> None:
+    """maybe-finance/maybe's test/vcr_cassettes/openai/chat/basic_response.yml and its other
+    cassettes of the time: the Ruby client sent ``"stream": null`` (with a null instructions
+    and previous_response_id) and OpenAI answered 200; the emulator refused it."""
+    body = {
+        "model": "gpt-4o",
+        "input": [{"role": "user", "content": "Say yes."}],
+        "instructions": None,
+        "tools": [],
+        "previous_response_id": None,
+        "stream": None,
+    }
+    reply = http.post("/v1/responses", json=body, headers={"authorization": "Bearer k"})
+    assert reply.status_code == 200, reply.text[:300]
+    assert reply.json()["object"] == "response"
