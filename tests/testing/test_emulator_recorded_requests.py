@@ -15,6 +15,13 @@ import pytest
 from metis.testing.emulator import Emulator
 
 SAID = [{"role": "user", "content": "Name a large city in Peru."}]
+HEARD = [
+    {"role": "user", "content": "What is said?"},
+    {
+        "role": "user",
+        "content": [{"type": "input_audio", "input_audio": {"format": "mp3", "data": "AA=="}}],
+    },
+]
 CHAT_TAKES = {
     # pydantic/pydantic-ai test_stop_settings[openai]: o3-mini stopped at the word it was given
     "o3-mini-stop": {"model": "o3-mini", "stop": ["Lima"]},
@@ -25,6 +32,8 @@ CHAT_TAKES = {
     # crewAIInc/crewAI TestOpenAINativeToolCalling, envoyproxy/ai-gateway chat-multiturn:
     # a reasoning model takes the temperature it has anyway
     "gpt-5-nano-default-temperature": {"model": "gpt-5-nano", "temperature": 1},
+    # pydantic/pydantic-ai test_audio_as_binary_content_input (gpt-4o-audio-preview: 200)
+    "audio-model-hears": {"model": "gpt-4o-audio-preview", "messages": HEARD},
 }
 CHAT_REFUSES = {
     # crewAIInc/crewAI test_llm_call_when_stop_is_unsupported
@@ -44,6 +53,12 @@ CHAT_REFUSES = {
     "gpt-5-nano-other-temperature": (
         {"model": "gpt-5-nano", "temperature": 0.3},
         "'temperature' is not supported",
+    ),
+    # pydantic/pydantic-ai tests/models/cassettes/test_multimodal_tool_returns/
+    # test_multimodal_tool_return_matrix[direct-binary-audio-openai_chat] and five others
+    "gpt-5-mini-audio": (
+        {"model": "gpt-5-mini", "messages": HEARD},
+        "Invalid 'messages[1]'. Content blocks are expected to be either text or image_url type.",
     ),
     # openai/openai-dotnet tests/SessionRecords/ChatToolTests/
     # StructuredOutputs(WithoutSchema,Strict,FailureExpected).json: a strict function without
