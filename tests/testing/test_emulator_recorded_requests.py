@@ -338,3 +338,98 @@ def test_a_null_stream_is_taken_by_responses(http: httpx.Client) -> None:
     reply = http.post("/v1/responses", json=body, headers={"authorization": "Bearer k"})
     assert reply.status_code == 200, reply.text[:300]
     assert reply.json()["object"] == "response"
+
+
+def _strict_tool(name: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    schema = {
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": False,
+    }
+    return {"name": name, "strict": True, "input_schema": schema}
+
+
+NODE = {
+    "type": "object",
+    "properties": {"next": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]}},
+    "required": ["next"],
+    "additionalProperties": False,
+}
+STRICT_REFUSED = {
+    # 0xPlaygrounds/rig's strict_schema_limits and strict_schema_matrix cassettes, and
+    # vkryukov/req_llm's test/support/fixtures/anthropic/claude_3_5_haiku_20241022/
+    # object_basic.json (an output_format with a minimum): 400, in these words
+    "21 strict tools": (
+        [_strict_tool(f"t{i}", {}, []) for i in range(21)],
+        None,
+        "Too many strict tools (21). The maximum number of strict tools supported is 20.",
+    ),
+    "17 union parameters": (
+        [_strict_tool("u", {f"u{i}": {"type": ["string", "null"]} for i in range(17)}, [])],
+        None,
+        "Schemas contains too many parameters with union types (17 parameters",
+    ),
+    "25 optional parameters": (
+        [
+            _strict_tool("o1", {f"o{i}": {"type": "string"} for i in range(13)}, []),
+            _strict_tool("o2", {f"o{i}": {"type": "string"} for i in range(12)}, []),
+        ],
+        None,
+        "Schemas contains too many optional parameters (25)",
+    ),
+    "a recursive definition": (
+        [
+            {
+                **_strict_tool("r", NODE["properties"], ["next"]),
+                "input_schema": {**NODE, "$defs": {"Node": NODE}},
+            }
+        ],
+        None,
+        "tools.0.custom: Invalid schema: Circular reference detected in schema definitions: "
+        "Node -> Node.",
+    ),
+    "a property that is true": (
+        [_strict_tool("b", {"value": True}, ["value"])],
+        None,
+        "tools.0.custom: For 'object' type, property 'properties' is not supported",
+    ),
+    "a minimum in output_format": (
+        None,
+        {
+            "type": "json_schema",
+            "schema": _strict_tool("m", {"age": {"type": "integer", "minimum": 1}}, ["age"])[
+                "input_schema"
+            ],
+        },
+        "output_format.schema: For 'integer' type, property 'minimum' is not supported",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRICT_REFUSED))
+def test_anthropic_refuses_what_its_schema_compiler_refused(http: httpx.Client, name: str) -> None:
+    """The emulator answered these 200 (it checked strict schemas for closed objects only)."""
+    tools, output_format, said = STRICT_REFUSED[name]
+    body: dict[str, Any] = {"model": "claude-sonnet-4-6", "max_tokens": 64, "messages": SAID}
+    body.update({"tools": tools} if tools else {"output_format": output_format})
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    reply = http.post("/v1/messages", json=body, headers=headers)
+    assert reply.status_code == 400, reply.text[:300]
+    assert said in reply.json()["error"]["message"]
+
+
+def test_anthropic_takes_strict_schemas_at_its_limits(http: httpx.Client) -> None:
+    """rig's twenty_strict_tools_are_accepted, sixteen_union_parameters_across_tools and
+    twenty_four_optional_parameters_across_tools (claude-sonnet-4-6: 200)."""
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    unions = {f"u{i}": {"type": ["string", "null"]} for i in range(8)}
+    optional = {f"o{i}": {"type": "string"} for i in range(12)}
+    for tools in (
+        [_strict_tool(f"t{i}", {}, []) for i in range(20)],
+        [_strict_tool("a", unions, list(unions)), _strict_tool("b", unions, list(unions))],
+        [_strict_tool("a", optional, []), _strict_tool("b", optional, [])],
+    ):
+        body = {"model": "claude-sonnet-4-6", "max_tokens": 64, "messages": SAID, "tools": tools}
+        reply = http.post("/v1/messages", json=body, headers=headers)
+        assert reply.status_code == 200, reply.text[:300]
