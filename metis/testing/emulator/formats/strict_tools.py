@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from metis.testing.emulator.rules import Refused
+from metis.wire.closed_schema import NUMERIC_LIMITS
 
 _NESTED = (
     "items",
@@ -48,7 +49,6 @@ MAX_STRICT_TOOLS, MAX_OPTIONAL, MAX_UNIONS = 20, 24, 16
 """Anthropic's limits over all of a request's strict schemas (0xPlaygrounds/rig's
 strict_schema_limits cassettes: 21 strict tools, 25 optional parameters and 17 with a union
 refused; 20, and 24 and 16 across tools, taken)."""
-_NUMERIC = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
 
 def check_anthropic(body: dict[str, Any], call: Any) -> None:
@@ -123,7 +123,7 @@ def _unsupported(schema: Any, counts: list[int]) -> str | None:
         return None
     kind = schema.get("type")
     if kind in ("integer", "number"):
-        taken = next((k for k in _NUMERIC if k in schema), None)
+        taken = next((k for k in NUMERIC_LIMITS if k in schema), None)
         if taken is not None:
             return f"For '{kind}' type, property '{taken}' is not supported"
     props = schema.get("properties")
