@@ -433,3 +433,15 @@ def test_anthropic_takes_strict_schemas_at_its_limits(http: httpx.Client) -> Non
         body = {"model": "claude-sonnet-4-6", "max_tokens": 64, "messages": SAID, "tools": tools}
         reply = http.post("/v1/messages", json=body, headers=headers)
         assert reply.status_code == 200, reply.text[:300]
+
+
+def test_the_chatgpt_model_takes_no_reasoning_effort(http: httpx.Client) -> None:
+    """vkryukov/req_llm's test/support/fixtures/openai/gpt_5_chat_latest/reasoning_basic.json:
+    OpenAI refused a reasoning effort for gpt-5-chat-latest (400), which the catalog said
+    reasons; it answered the same model without one (basic.json: 200)."""
+    body = {"model": "gpt-5-chat-latest", "input": "Solve 12*7.", "reasoning": {"effort": "low"}}
+    reply = http.post("/v1/responses", json=body, headers={"authorization": "Bearer k"})
+    assert reply.status_code == 400, reply.text[:300]
+    assert reply.json()["error"]["param"] == "reasoning.effort"
+    del body["reasoning"]
+    assert http.post("/v1/responses", json=body, headers={"authorization": "Bearer k"}).is_success
