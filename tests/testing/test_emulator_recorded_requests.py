@@ -445,3 +445,19 @@ def test_the_chatgpt_model_takes_no_reasoning_effort(http: httpx.Client) -> None
     assert reply.json()["error"]["param"] == "reasoning.effort"
     del body["reasoning"]
     assert http.post("/v1/responses", json=body, headers={"authorization": "Bearer k"}).is_success
+
+
+def test_a_deep_research_model_takes_its_hosted_tools_only(http: httpx.Client) -> None:
+    """vkryukov/req_llm's test/support/fixtures/openai/o3_deep_research/multi_tool.json (in its
+    history): OpenAI refused function tools beside web_search_preview for o3-deep-research
+    (400); web_search_preview alone was answered (reasoning_basic.json: 200)."""
+    search = {"type": "web_search_preview"}
+    weather = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    body = {"model": "o3-deep-research", "input": "Weather in Paris?", "tools": [search, weather]}
+    headers = {"authorization": "Bearer k"}
+    reply = http.post("/v1/responses", json=body, headers=headers)
+    assert reply.status_code == 400, reply.text[:300]
+    assert reply.json()["error"]["message"].startswith("Deep research models only support")
+    assert reply.json()["error"]["param"] == "tools"
+    body["tools"] = [search]
+    assert http.post("/v1/responses", json=body, headers=headers).status_code == 200
