@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
+import struct
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -461,3 +463,41 @@ def test_a_deep_research_model_takes_its_hosted_tools_only(http: httpx.Client) -
     assert reply.json()["error"]["param"] == "tools"
     body["tools"] = [search]
     assert http.post("/v1/responses", json=body, headers=headers).status_code == 200
+
+
+def _png(pixel_bytes: int) -> str:
+    """A 4 by 4 RGB PNG holding ``pixel_bytes`` bytes of pixel rows (52 make it whole)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + data))
+        return struct.pack(">I", len(data)) + kind + data + crc
+
+    header = chunk(b"IHDR", struct.pack(">IIBBBBB", 4, 4, 8, 2, 0, 0, 0))
+    pixels = chunk(b"IDAT", zlib.compress(bytes(pixel_bytes)))
+    png = b"\x89PNG\r\n\x1a\n" + header + pixels + chunk(b"IEND", b"")
+    return base64.b64encode(png).decode()
+
+
+def test_a_png_whose_pixels_are_cut_short_is_refused(http: httpx.Client) -> None:
+    """vicentereig/dspy.rb's openai_multimodal and anthropic_multimodal cassettes (in their
+    history): a 16 by 16 PNG of a few bytes, refused by OpenAI (400 image_parse_error) and
+    Anthropic (400 "Could not process image"); the emulator answered both. A whole one is
+    taken."""
+    for pixels, status in ((10, 400), (52, 200)):
+        url = f"data:image/png;base64,{_png(pixels)}"
+        said = [{"type": "image_url", "image_url": {"url": url}}]
+        body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": said}]}
+        reply = http.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+        assert reply.status_code == status, reply.text[:300]
+        picture = {"type": "base64", "media_type": "image/png", "data": _png(pixels)}
+        body = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 20,
+            "messages": [{"role": "user", "content": [{"type": "image", "source": picture}]}],
+        }
+        headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+        answer = http.post("/v1/messages", json=body, headers=headers)
+        assert answer.status_code == status, answer.text[:300]
+        if status == 400:
+            assert reply.json()["error"]["code"] == "image_parse_error"
+            assert answer.json()["error"]["message"] == "Could not process image"

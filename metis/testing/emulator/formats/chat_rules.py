@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any
 
 from metis.catalog.catalog import default_catalog
+from metis.testing.emulator.formats import image_bytes
 from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.chat_services import (
     check_mistral_effort,
@@ -91,6 +92,7 @@ RULES = table(
         "reasoning model": first(chat_effort),
         "strict tools": _check_strict_tools,
         "audio input": _check_audio_input,
+        "image bytes": image_bytes.check_chat,
         "chosen function": first(chosen_function),
         "tool messages": first(lambda body: tool_messages(body["messages"])),
         "response format": _check_response_format,
