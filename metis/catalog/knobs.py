@@ -120,7 +120,9 @@ def refused_sampling(info: ModelInfo) -> tuple[str, ...]:
             refused = _CLAUDE_SAMPLING
     elif family == "grok" and name.startswith("grok-4"):
         refused = _PENALTIES
-    elif family in ("o1", "o3", "o4") or (family == "gpt" and _gpt5_minor(name) == 0):
+    elif family in ("o1", "o3", "o4") or (
+        family == "gpt" and _gpt5_minor(name) == 0 and "chat" not in name
+    ):  # gpt-5-chat-latest took a temperature (pydantic/pydantic-ai's model_capabilities)
         refused = _OPENAI_REASONING_REFUSES
     takes_it_unreasoning = family == "gpt" and (_gpt5_minor(name) or 0) >= 1
     if info.temperature is False and "temperature" not in refused and not takes_it_unreasoning:

@@ -447,6 +447,10 @@ def test_the_chatgpt_model_takes_no_reasoning_effort(http: httpx.Client) -> None
     assert reply.json()["error"]["param"] == "reasoning.effort"
     del body["reasoning"]
     assert http.post("/v1/responses", json=body, headers={"authorization": "Bearer k"}).is_success
+    # pydantic/pydantic-ai's test_model_capabilities[gpt-5-chat-latest]: a temperature, 200
+    warm = {**body, "temperature": 0.5}
+    reply = http.post("/v1/responses", json=warm, headers={"authorization": "Bearer k"})
+    assert reply.status_code == 200, reply.text[:300]
 
 
 def test_a_deep_research_model_takes_its_hosted_tools_only(http: httpx.Client) -> None:
