@@ -249,6 +249,8 @@ def _openai(name: str) -> ReasoningProfile:
             form="effort", levels=_levels("low", "medium", "high"), can_disable=False,
             family="openai",
         )  # fmt: skip
+    if (always := _always_reasons(name, minor)) is not None:
+        return always
     if minor == 0:
         return ReasoningProfile(
             form="effort", levels=_levels("minimal", "low", "medium", "high"),
@@ -263,6 +265,24 @@ def _openai(name: str) -> ReasoningProfile:
         family="openai",
         sampling_only_without_reasoning=_OPENAI_REASONING_REFUSES,
     )
+
+
+def _always_reasons(name: str, minor: int) -> ReasoningProfile | None:
+    """GPT-5's pro and codex models, and the chat models from 5.1, which cannot stop reasoning:
+    the levels OpenAI listed refusing ``none`` (pydantic/pydantic-ai's test_model_capabilities
+    cassettes), so a temperature is refused whatever the request; None for the others."""
+    if "codex" in name:
+        levels = _levels("low", "medium", "high", *(("xhigh",) if "max" in name else ()))
+    elif "-pro" in name:
+        levels = _levels("high") if minor == 0 else _levels("medium", "high", "xhigh")
+    elif "chat" in name and minor >= 1:
+        levels = _levels("medium")
+    else:
+        return None
+    return ReasoningProfile(
+        form="effort", levels=levels, can_disable=False, family="openai",
+        sampling_only_without_reasoning=_OPENAI_REASONING_REFUSES, reasons_by_default=True,
+    )  # fmt: skip
 
 
 def _gemini(name: str) -> ReasoningProfile | None:

@@ -505,3 +505,31 @@ def test_a_png_whose_pixels_are_cut_short_is_refused(http: httpx.Client) -> None
         if status == 400:
             assert reply.json()["error"]["code"] == "image_parse_error"
             assert answer.json()["error"]["message"] == "Could not process image"
+
+
+@pytest.mark.parametrize(
+    ("model", "levels"),
+    [
+        ("gpt-5.2-pro", "'medium', 'high', 'xhigh'"),
+        ("gpt-5.1-codex", "'low', 'medium', 'high'"),
+        ("gpt-5.1-chat-latest", "'medium'"),
+    ],
+)
+def test_the_models_that_always_reason_refuse_no_effort_and_a_temperature(
+    http: httpx.Client, model: str, levels: str
+) -> None:
+    """pydantic/pydantic-ai's test_model_capabilities cassettes (in its history): GPT-5's pro
+    and codex models and the chat models from 5.1 refused effort none (naming the levels they
+    take) and a temperature (400); the emulator took both, as it did for gpt-5.1 itself."""
+    headers = {"authorization": "Bearer k"}
+    body: dict[str, Any] = {"model": model, "input": "Hi.", "reasoning": {"effort": "none"}}
+    reply = http.post("/v1/responses", json=body, headers=headers)
+    assert reply.status_code == 400, reply.text[:300]
+    assert f"Supported values are: {levels}." in reply.json()["error"]["message"].replace(
+        ", and", ","
+    ).replace(" and '", ", '")
+    reply = http.post(
+        "/v1/responses", json={**body, "reasoning": None, "temperature": 0.5}, headers=headers
+    )
+    assert reply.status_code == 400, reply.text[:300]
+    assert reply.json()["error"]["param"] == "temperature"
