@@ -268,10 +268,11 @@ def _openai(name: str) -> ReasoningProfile:
 
 
 def _always_reasons(name: str, minor: int) -> ReasoningProfile | None:
-    """GPT-5's pro and codex models, and the chat models from 5.1, which cannot stop reasoning:
-    the levels OpenAI listed refusing ``none`` (pydantic/pydantic-ai's test_model_capabilities
-    cassettes), so a temperature is refused whatever the request; None for the others."""
-    if "codex" in name:
+    """GPT-5's pro models, its and 5.1's codex models, and the chat models from 5.1, which cannot
+    stop reasoning: the levels OpenAI listed refusing ``none`` (pydantic/pydantic-ai's
+    test_model_capabilities cassettes), so a temperature is refused whatever the request;
+    None for the others."""
+    if "codex" in name and minor <= 1:  # gpt-5.3-codex took effort none and a temperature
         levels = _levels("low", "medium", "high", *(("xhigh",) if "max" in name else ()))
     elif "-pro" in name:
         levels = _levels("high") if minor == 0 else _levels("medium", "high", "xhigh")

@@ -533,3 +533,13 @@ def test_the_models_that_always_reason_refuse_no_effort_and_a_temperature(
     )
     assert reply.status_code == 400, reply.text[:300]
     assert reply.json()["error"]["param"] == "temperature"
+
+
+def test_gpt_5_3_codex_may_stop_reasoning(http: httpx.Client) -> None:
+    """pydantic/pydantic-ai's test_reasoning_flags_match_the_api[gpt-5.3-codex]: effort none
+    and a temperature, both answered 200, unlike gpt-5.1-codex."""
+    headers = {"authorization": "Bearer k"}
+    for extra in ({"reasoning": {"effort": "none"}}, {"temperature": 0.5}):
+        body = {"model": "gpt-5.3-codex", "input": "Hi.", **extra}
+        reply = http.post("/v1/responses", json=body, headers=headers)
+        assert reply.status_code == 200, reply.text[:300]
