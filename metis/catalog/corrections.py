@@ -44,6 +44,13 @@ CORRECTIONS: Mapping[str, Correction] = {
         "model's output limit and reasoning are those of the entry above (the same model, "
         "served from any region at $0.30 in, $2.50 out, $0.075 cached).",
     ),
+    "openai/gpt-5-chat-latest": Correction(
+        {"reasoning": False, "reasoning_form": None},
+        "models.dev says it reasons (an effort); it is ChatGPT's model without reasoning, and "
+        "OpenAI refused a reasoning effort for it (vkryukov/req_llm's "
+        'openai/gpt_5_chat_latest/reasoning_basic.json fixture: 400 "Unsupported parameter: '
+        "'reasoning.effort' is not supported with this model.\").",
+    ),
     "openai/gpt-3.5-turbo": Correction(
         {"tools": True, "parallel_tools": True},
         "models.dev says no tool calling; OpenAI's function calling guide lists gpt-3.5-turbo, "

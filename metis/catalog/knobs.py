@@ -124,7 +124,9 @@ def refused_sampling(info: ModelInfo) -> tuple[str, ...]:
             refused = _CLAUDE_SAMPLING
     elif family == "grok" and name.startswith("grok-4"):
         refused = _PENALTIES
-    elif family in ("o1", "o3", "o4") or (family == "gpt" and _gpt5_minor(name) == 0):
+    elif family in ("o1", "o3", "o4") or (
+        family == "gpt" and _gpt5_minor(name) == 0 and "chat" not in name
+    ):  # gpt-5-chat-latest took a temperature (pydantic/pydantic-ai's model_capabilities)
         refused = _OPENAI_REASONING_REFUSES
     takes_it_unreasoning = family == "gpt" and (_gpt5_minor(name) or 0) >= 1
     if info.temperature is False and "temperature" not in refused and not takes_it_unreasoning:
@@ -259,6 +261,8 @@ def _openai(name: str) -> ReasoningProfile:
             form="effort", levels=_levels("low", "medium", "high"), can_disable=False,
             family="openai",
         )  # fmt: skip
+    if (always := _always_reasons(name, minor)) is not None:
+        return always
     if minor == 0:
         return ReasoningProfile(
             form="effort", levels=_levels("minimal", "low", "medium", "high"),
@@ -273,6 +277,25 @@ def _openai(name: str) -> ReasoningProfile:
         family="openai",
         sampling_only_without_reasoning=_OPENAI_REASONING_REFUSES,
     )
+
+
+def _always_reasons(name: str, minor: int) -> ReasoningProfile | None:
+    """GPT-5's pro models, its and 5.1's codex models, and the chat models from 5.1, which cannot
+    stop reasoning: the levels OpenAI listed refusing ``none`` (pydantic/pydantic-ai's
+    test_model_capabilities cassettes), so a temperature is refused whatever the request;
+    None for the others."""
+    if "codex" in name and minor <= 1:  # gpt-5.3-codex took effort none and a temperature
+        levels = _levels("low", "medium", "high", *(("xhigh",) if "max" in name else ()))
+    elif "-pro" in name:
+        levels = _levels("high") if minor == 0 else _levels("medium", "high", "xhigh")
+    elif "chat" in name and minor >= 1:
+        levels = _levels("medium")
+    else:
+        return None
+    return ReasoningProfile(
+        form="effort", levels=levels, can_disable=False, family="openai",
+        sampling_only_without_reasoning=_OPENAI_REASONING_REFUSES, reasons_by_default=True,
+    )  # fmt: skip
 
 
 def _gemini(name: str) -> ReasoningProfile | None:

@@ -7,11 +7,13 @@ Both APIs take ``strict: true`` on a tool (Anthropic's ``tools[].strict``, Conve
 optional (unlike OpenAI's strict mode, :mod:`metis.wire.strict_schema`).
 :func:`closed_schema_or_reason` adds the ``false`` where a schema leaves it out, and answers
 ``None`` with the reason where the schema lets an object take keys it does not name, which
-constrained decoding there cannot express.
+constrained decoding there cannot express. A number's limits (``minimum``, ``maximum``, ...),
+which Anthropic's grammar does not take, go as words of its description.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from metis.model.request import ToolDefinition
@@ -22,6 +24,7 @@ from metis.wire.encoded_messages import sent_schema
 from metis.wire.strict_schema import Schema
 
 MAX_DEPTH = 64
+NUMERIC_LIMITS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 """Deeper than this the schema is not made strict (no model's tool schema is so deep)."""
 
 _ONE = ("items", "not", "additionalItems", "contains")
@@ -63,6 +66,8 @@ def _close(schema: Schema, path: str, depth: int) -> Schema:
     if depth > MAX_DEPTH:
         raise _Open(f"{path or '/'}: nested more than {MAX_DEPTH} deep")
     out = dict(schema)
+    if schema.get("type") in ("integer", "number"):
+        _limits_as_words(out)
     if _is_object(schema):
         extra = schema.get("additionalProperties", False)
         if extra is not False:
@@ -81,6 +86,16 @@ def _close(schema: Schema, path: str, depth: int) -> Schema:
             items = schema[key].items()
             out[key] = {name: _sub(sub, f"{path}/{key}/{name}", depth) for name, sub in items}
     return out
+
+
+def _limits_as_words(out: Schema) -> None:
+    """A number's limits (``minimum``, ...), which Anthropic's grammar does not take (400 "For
+    'integer' type, property 'minimum' is not supported"), said in its description instead."""
+    said = [f"{key}: {json.dumps(out.pop(key))}" for key in NUMERIC_LIMITS if key in out]
+    if said:
+        described = out.get("description")
+        words = ", ".join(said)
+        out["description"] = f"{described} ({words})" if isinstance(described, str) else words
 
 
 def _sub(schema: Any, path: str, depth: int) -> Any:

@@ -138,3 +138,38 @@ async def test_a_history_opening_with_the_assistant_goes_to_claude() -> None:
     assert reply.status_code == 200, reply.text
     sent = emulator.bodies("anthropic")[-1]["messages"]
     assert [m["role"] for m in sent] == ["assistant", "user"]
+
+
+AGE = {"type": "integer", "minimum": 1, "description": "Age in years"}
+
+
+async def test_a_numbers_limits_reach_claude_as_words() -> None:
+    """OpenAI clients' schemas with a number's limits (Chat's response_format and strict
+    tools: Mirascope/mirascope's, pydantic/pydantic-ai's and others' cassettes, 79 of the
+    recorded requests that OpenAI answered): Anthropic's grammar takes none (vkryukov/req_llm's
+    anthropic object_basic fixture: 400 "For 'integer' type, property 'minimum' is not
+    supported"), so the limits go to Claude as words of the description."""
+    emulator = Emulator()
+    schema = {
+        "type": "object",
+        "properties": {"age": AGE},
+        "required": ["age"],
+        "additionalProperties": False,
+    }
+    fmt = {
+        "type": "json_schema",
+        "json_schema": {"name": "person", "strict": True, "schema": schema},
+    }
+    tool = {
+        "type": "function",
+        "function": {"name": "record", "strict": True, "parameters": schema},
+    }
+    said = [{"role": "user", "content": "Jane is 28."}]
+    for extra in ({"response_format": fmt}, {"tools": [tool]}):
+        body = {"model": "sonnet", "messages": said, **extra}
+        reply = await asked(emulator, "/v1/chat/completions", body)
+        assert reply.status_code == 200, reply.text
+    sent = emulator.bodies("anthropic")
+    age = sent[0]["output_config"]["format"]["schema"]["properties"]["age"]
+    assert age == {"type": "integer", "description": "Age in years (minimum: 1)"}
+    assert sent[1]["tools"][0]["input_schema"]["properties"]["age"] == age

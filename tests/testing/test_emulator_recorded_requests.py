@@ -5,6 +5,9 @@ provider took and refuses, in the provider's words, what it refused."""
 from __future__ import annotations
 
 import base64
+import json
+import struct
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +17,13 @@ import pytest
 from metis.testing.emulator import Emulator
 
 SAID = [{"role": "user", "content": "Name a large city in Peru."}]
+HEARD = [
+    {"role": "user", "content": "What is said?"},
+    {
+        "role": "user",
+        "content": [{"type": "input_audio", "input_audio": {"format": "mp3", "data": "AA=="}}],
+    },
+]
 CHAT_TAKES = {
     # pydantic/pydantic-ai test_stop_settings[openai]: o3-mini stopped at the word it was given
     "o3-mini-stop": {"model": "o3-mini", "stop": ["Lima"]},
@@ -24,6 +34,8 @@ CHAT_TAKES = {
     # crewAIInc/crewAI TestOpenAINativeToolCalling, envoyproxy/ai-gateway chat-multiturn:
     # a reasoning model takes the temperature it has anyway
     "gpt-5-nano-default-temperature": {"model": "gpt-5-nano", "temperature": 1},
+    # pydantic/pydantic-ai test_audio_as_binary_content_input (gpt-4o-audio-preview: 200)
+    "audio-model-hears": {"model": "gpt-4o-audio-preview", "messages": HEARD},
 }
 CHAT_REFUSES = {
     # crewAIInc/crewAI test_llm_call_when_stop_is_unsupported
@@ -43,6 +55,22 @@ CHAT_REFUSES = {
     "gpt-5-nano-other-temperature": (
         {"model": "gpt-5-nano", "temperature": 0.3},
         "'temperature' is not supported",
+    ),
+    # pydantic/pydantic-ai tests/models/cassettes/test_multimodal_tool_returns/
+    # test_multimodal_tool_return_matrix[direct-binary-audio-openai_chat] and five others
+    "gpt-5-mini-audio": (
+        {"model": "gpt-5-mini", "messages": HEARD},
+        "Invalid 'messages[1]'. Content blocks are expected to be either text or image_url type.",
+    ),
+    # openai/openai-dotnet tests/SessionRecords/ChatToolTests/
+    # StructuredOutputs(WithoutSchema,Strict,FailureExpected).json: a strict function without
+    # parameters is an open object
+    "strict-function-without-parameters": (
+        {
+            "model": "gpt-4o-2024-08-06",
+            "tools": [{"type": "function", "function": {"name": "color", "strict": True}}],
+        },
+        "Invalid schema for function 'color': In context=(), 'additionalProperties' is required",
     ),
 }
 
@@ -234,3 +262,284 @@ def test_the_first_o1_models_are_not_on_the_responses_api(http: httpx.Client, mo
         error["code"] == "model_not_found"
         and "not supported with the Responses API" in error["message"]
     )
+
+
+def test_a_recursive_schema_is_answered_with_a_small_object(http: httpx.Client) -> None:
+    """vicentereig/dspy.rb's html_to_markdown_hierarchical_full cassette: a strict schema
+    whose nodes hold lists of nodes, asked about several things (gpt-4o-mini: 200). The
+    emulator filled each nested list with one node per thing named, at every level: about
+    four to the ninth nodes, minutes of work and an answer of a hundred megabytes."""
+    node = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+        },
+        "required": ["name", "children"],
+        "additionalProperties": False,
+    }
+    schema = {**node, "$defs": {"Node": node}}
+    fmt = {"type": "json_schema", "json_schema": {"name": "tree", "strict": True, "schema": schema}}
+    said = [{"role": "user", "content": "Outline Lima and Cusco."}]
+    body = {"model": "gpt-4o-mini", "messages": said, "response_format": fmt}
+    reply = http.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+    assert reply.status_code == 200, reply.text[:300]
+    tree = json.loads(reply.json()["choices"][0]["message"]["content"])
+
+    def count(value: Any) -> int:
+        kids = value.get("children") if isinstance(value, dict) else None
+        return 1 + sum(count(kid) for kid in kids or [])
+
+    assert 1 < count(tree) <= 30
+
+
+def test_tool_results_in_consecutive_user_messages_answer_the_calls(http: httpx.Client) -> None:
+    """patvice/ruby_llm-mcp's mixed_parameter_types cassette (claude-sonnet-4: 200): two calls
+    answered in two user messages one after the other, which Anthropic reads as one turn; the
+    library's rule (and so the emulator and the client's check) refused the first call as
+    unanswered. A text between the two still leaves the second unanswered."""
+    calls = [
+        {"type": "tool_use", "id": "toolu_a", "name": "add", "input": {"a": 5, "b": 7}},
+        {"type": "tool_use", "id": "toolu_m", "name": "mul", "input": {"a": 3, "b": 4}},
+    ]
+    turns = [
+        {"role": "user", "content": "Add 5 and 7, and multiply 3 by 4."},
+        {"role": "assistant", "content": calls},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": "12"}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_m", "content": "12"}],
+        },
+    ]
+    tools = [{"name": n, "input_schema": {"type": "object"}} for n in ("add", "mul")]
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "tools": tools, "messages": turns}
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    reply = http.post("/v1/messages", json=body, headers=headers)
+    assert reply.status_code == 200, reply.text[:300]
+    turns.insert(3, {"role": "assistant", "content": "One more."})
+    refused = http.post("/v1/messages", json=body, headers=headers)
+    assert refused.status_code == 400, refused.text[:300]
+    assert "toolu_m" in refused.json()["error"]["message"]
+
+
+def test_a_null_stream_is_taken_by_responses(http: httpx.Client) -> None:
+    """maybe-finance/maybe's test/vcr_cassettes/openai/chat/basic_response.yml and its other
+    cassettes of the time: the Ruby client sent ``"stream": null`` (with a null instructions
+    and previous_response_id) and OpenAI answered 200; the emulator refused it."""
+    body = {
+        "model": "gpt-4o",
+        "input": [{"role": "user", "content": "Say yes."}],
+        "instructions": None,
+        "tools": [],
+        "previous_response_id": None,
+        "stream": None,
+    }
+    reply = http.post("/v1/responses", json=body, headers={"authorization": "Bearer k"})
+    assert reply.status_code == 200, reply.text[:300]
+    assert reply.json()["object"] == "response"
+
+
+def _strict_tool(name: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    schema = {
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": False,
+    }
+    return {"name": name, "strict": True, "input_schema": schema}
+
+
+NODE = {
+    "type": "object",
+    "properties": {"next": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]}},
+    "required": ["next"],
+    "additionalProperties": False,
+}
+STRICT_REFUSED = {
+    # 0xPlaygrounds/rig's strict_schema_limits and strict_schema_matrix cassettes, and
+    # vkryukov/req_llm's test/support/fixtures/anthropic/claude_3_5_haiku_20241022/
+    # object_basic.json (an output_format with a minimum): 400, in these words
+    "21 strict tools": (
+        [_strict_tool(f"t{i}", {}, []) for i in range(21)],
+        None,
+        "Too many strict tools (21). The maximum number of strict tools supported is 20.",
+    ),
+    "17 union parameters": (
+        [_strict_tool("u", {f"u{i}": {"type": ["string", "null"]} for i in range(17)}, [])],
+        None,
+        "Schemas contains too many parameters with union types (17 parameters",
+    ),
+    "25 optional parameters": (
+        [
+            _strict_tool("o1", {f"o{i}": {"type": "string"} for i in range(13)}, []),
+            _strict_tool("o2", {f"o{i}": {"type": "string"} for i in range(12)}, []),
+        ],
+        None,
+        "Schemas contains too many optional parameters (25)",
+    ),
+    "a recursive definition": (
+        [
+            {
+                **_strict_tool("r", NODE["properties"], ["next"]),
+                "input_schema": {**NODE, "$defs": {"Node": NODE}},
+            }
+        ],
+        None,
+        "tools.0.custom: Invalid schema: Circular reference detected in schema definitions: "
+        "Node -> Node.",
+    ),
+    "a property that is true": (
+        [_strict_tool("b", {"value": True}, ["value"])],
+        None,
+        "tools.0.custom: For 'object' type, property 'properties' is not supported",
+    ),
+    "a minimum in output_format": (
+        None,
+        {
+            "type": "json_schema",
+            "schema": _strict_tool("m", {"age": {"type": "integer", "minimum": 1}}, ["age"])[
+                "input_schema"
+            ],
+        },
+        "output_format.schema: For 'integer' type, property 'minimum' is not supported",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRICT_REFUSED))
+def test_anthropic_refuses_what_its_schema_compiler_refused(http: httpx.Client, name: str) -> None:
+    """The emulator answered these 200 (it checked strict schemas for closed objects only)."""
+    tools, output_format, said = STRICT_REFUSED[name]
+    body: dict[str, Any] = {"model": "claude-sonnet-4-6", "max_tokens": 64, "messages": SAID}
+    body.update({"tools": tools} if tools else {"output_format": output_format})
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    reply = http.post("/v1/messages", json=body, headers=headers)
+    assert reply.status_code == 400, reply.text[:300]
+    assert said in reply.json()["error"]["message"]
+
+
+def test_anthropic_takes_strict_schemas_at_its_limits(http: httpx.Client) -> None:
+    """rig's twenty_strict_tools_are_accepted, sixteen_union_parameters_across_tools and
+    twenty_four_optional_parameters_across_tools (claude-sonnet-4-6: 200)."""
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    unions = {f"u{i}": {"type": ["string", "null"]} for i in range(8)}
+    optional = {f"o{i}": {"type": "string"} for i in range(12)}
+    for tools in (
+        [_strict_tool(f"t{i}", {}, []) for i in range(20)],
+        [_strict_tool("a", unions, list(unions)), _strict_tool("b", unions, list(unions))],
+        [_strict_tool("a", optional, []), _strict_tool("b", optional, [])],
+    ):
+        body = {"model": "claude-sonnet-4-6", "max_tokens": 64, "messages": SAID, "tools": tools}
+        reply = http.post("/v1/messages", json=body, headers=headers)
+        assert reply.status_code == 200, reply.text[:300]
+
+
+def test_the_chatgpt_model_takes_no_reasoning_effort(http: httpx.Client) -> None:
+    """vkryukov/req_llm's test/support/fixtures/openai/gpt_5_chat_latest/reasoning_basic.json:
+    OpenAI refused a reasoning effort for gpt-5-chat-latest (400), which the catalog said
+    reasons; it answered the same model without one (basic.json: 200)."""
+    body = {"model": "gpt-5-chat-latest", "input": "Solve 12*7.", "reasoning": {"effort": "low"}}
+    reply = http.post("/v1/responses", json=body, headers={"authorization": "Bearer k"})
+    assert reply.status_code == 400, reply.text[:300]
+    assert reply.json()["error"]["param"] == "reasoning.effort"
+    del body["reasoning"]
+    assert http.post("/v1/responses", json=body, headers={"authorization": "Bearer k"}).is_success
+    # pydantic/pydantic-ai's test_model_capabilities[gpt-5-chat-latest]: a temperature, 200
+    warm = {**body, "temperature": 0.5}
+    reply = http.post("/v1/responses", json=warm, headers={"authorization": "Bearer k"})
+    assert reply.status_code == 200, reply.text[:300]
+
+
+def test_a_deep_research_model_takes_its_hosted_tools_only(http: httpx.Client) -> None:
+    """vkryukov/req_llm's test/support/fixtures/openai/o3_deep_research/multi_tool.json (in its
+    history): OpenAI refused function tools beside web_search_preview for o3-deep-research
+    (400); web_search_preview alone was answered (reasoning_basic.json: 200)."""
+    search = {"type": "web_search_preview"}
+    weather = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    body = {"model": "o3-deep-research", "input": "Weather in Paris?", "tools": [search, weather]}
+    headers = {"authorization": "Bearer k"}
+    reply = http.post("/v1/responses", json=body, headers=headers)
+    assert reply.status_code == 400, reply.text[:300]
+    assert reply.json()["error"]["message"].startswith("Deep research models only support")
+    assert reply.json()["error"]["param"] == "tools"
+    body["tools"] = [search]
+    assert http.post("/v1/responses", json=body, headers=headers).status_code == 200
+
+
+def _png(pixel_bytes: int) -> str:
+    """A 4 by 4 RGB PNG holding ``pixel_bytes`` bytes of pixel rows (52 make it whole)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + data))
+        return struct.pack(">I", len(data)) + kind + data + crc
+
+    header = chunk(b"IHDR", struct.pack(">IIBBBBB", 4, 4, 8, 2, 0, 0, 0))
+    pixels = chunk(b"IDAT", zlib.compress(bytes(pixel_bytes)))
+    png = b"\x89PNG\r\n\x1a\n" + header + pixels + chunk(b"IEND", b"")
+    return base64.b64encode(png).decode()
+
+
+def test_a_png_whose_pixels_are_cut_short_is_refused(http: httpx.Client) -> None:
+    """vicentereig/dspy.rb's openai_multimodal and anthropic_multimodal cassettes (in their
+    history): a 16 by 16 PNG of a few bytes, refused by OpenAI (400 image_parse_error) and
+    Anthropic (400 "Could not process image"); the emulator answered both. A whole one is
+    taken."""
+    for pixels, status in ((10, 400), (52, 200)):
+        url = f"data:image/png;base64,{_png(pixels)}"
+        said = [{"type": "image_url", "image_url": {"url": url}}]
+        body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": said}]}
+        reply = http.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+        assert reply.status_code == status, reply.text[:300]
+        picture = {"type": "base64", "media_type": "image/png", "data": _png(pixels)}
+        body = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 20,
+            "messages": [{"role": "user", "content": [{"type": "image", "source": picture}]}],
+        }
+        headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+        answer = http.post("/v1/messages", json=body, headers=headers)
+        assert answer.status_code == status, answer.text[:300]
+        if status == 400:
+            assert reply.json()["error"]["code"] == "image_parse_error"
+            assert answer.json()["error"]["message"] == "Could not process image"
+
+
+@pytest.mark.parametrize(
+    ("model", "levels"),
+    [
+        ("gpt-5.2-pro", "'medium', 'high', 'xhigh'"),
+        ("gpt-5.1-codex", "'low', 'medium', 'high'"),
+        ("gpt-5.1-chat-latest", "'medium'"),
+    ],
+)
+def test_the_models_that_always_reason_refuse_no_effort_and_a_temperature(
+    http: httpx.Client, model: str, levels: str
+) -> None:
+    """pydantic/pydantic-ai's test_model_capabilities cassettes (in its history): GPT-5's pro
+    and codex models and the chat models from 5.1 refused effort none (naming the levels they
+    take) and a temperature (400); the emulator took both, as it did for gpt-5.1 itself."""
+    headers = {"authorization": "Bearer k"}
+    body: dict[str, Any] = {"model": model, "input": "Hi.", "reasoning": {"effort": "none"}}
+    reply = http.post("/v1/responses", json=body, headers=headers)
+    assert reply.status_code == 400, reply.text[:300]
+    assert f"Supported values are: {levels}." in reply.json()["error"]["message"].replace(
+        ", and", ","
+    ).replace(" and '", ", '")
+    reply = http.post(
+        "/v1/responses", json={**body, "reasoning": None, "temperature": 0.5}, headers=headers
+    )
+    assert reply.status_code == 400, reply.text[:300]
+    assert reply.json()["error"]["param"] == "temperature"
+
+
+def test_gpt_5_3_codex_may_stop_reasoning(http: httpx.Client) -> None:
+    """pydantic/pydantic-ai's test_reasoning_flags_match_the_api[gpt-5.3-codex]: effort none
+    and a temperature, both answered 200, unlike gpt-5.1-codex."""
+    headers = {"authorization": "Bearer k"}
+    for extra in ({"reasoning": {"effort": "none"}}, {"temperature": 0.5}):
+        body = {"model": "gpt-5.3-codex", "input": "Hi.", **extra}
+        reply = http.post("/v1/responses", json=body, headers=headers)
+        assert reply.status_code == 200, reply.text[:300]

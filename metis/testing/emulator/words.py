@@ -187,10 +187,12 @@ def entity_property(schema: dict[str, Any]) -> str | None:
 
 
 class Filler:
-    """Fills a JSON schema (``$ref``s already inlined) from a message."""
+    """Fills a JSON schema (``$ref``s already inlined) from a message. A list of objects
+    holds one object per thing the message names only at the outermost list: an object in it
+    fills its own lists with one item, so a recursive schema's answer stays small."""
 
-    def __init__(self, message: str, schema: dict[str, Any]) -> None:
-        self.message, self.lower = message, message.lower()
+    def __init__(self, message: str, schema: dict[str, Any], *, fan_out: bool = True) -> None:
+        self.message, self.lower, self.fan_out = message, message.lower(), fan_out
         self.nouns = proper_nouns(message, enum_values(schema))
         self.numbers: list[str] = _NUMBER.findall(message)
         self.quoted = _QUOTED.findall(message)
@@ -233,8 +235,11 @@ class Filler:
         item = first_option(items)
         if len(self.nouns) > 1 and schema_type(item) == "string":
             return list(self.nouns)
-        if len(self.nouns) > 1 and entity_property(item):  # one object per thing named
-            return [Filler(self.message, item).object(item, entity=noun) for noun in self.nouns[:4]]
+        if self.fan_out and len(self.nouns) > 1 and entity_property(item):
+            return [
+                Filler(self.message, item, fan_out=False).object(item, entity=noun)
+                for noun in self.nouns[:4]
+            ]
         return [self.value(name, items)]
 
     def string(self, name: str, schema: dict[str, Any], entity: str | None) -> str:

@@ -281,8 +281,7 @@ def tool_pairs(messages: list[Any]) -> Iterator[Refusal]:
     the request share an id."""
     pending: list[Any] = []
     seen: set[Any] = set()
-    for i, message in enumerate(messages):
-        message = message if isinstance(message, dict) else {}
+    for i, message in _turns(messages):
         content = message.get("content")
         answered: list[Any] = []
         uses: list[Any] = []
@@ -332,6 +331,37 @@ def tool_pairs(messages: list[Any]) -> Iterator[Refusal]:
         pending = uses
     if pending:  # a trailing assistant message with open tool calls: a prefill it refuses
         yield _unanswered(len(messages) - 1, pending)
+
+
+def _turns(messages: list[Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each turn with the index of its first message: Anthropic reads consecutive messages of
+    one role as one turn (their blocks in order), as it reads them for tool pairs."""
+    i = 0
+    while i < len(messages):
+        first = messages[i] if isinstance(messages[i], dict) else {}
+        end = i + 1
+        while end < len(messages) and _same_role(first, messages[end]):
+            end += 1
+        if end == i + 1:
+            yield i, first
+        else:
+            blocks = [b for m in messages[i:end] for b in _as_blocks(m.get("content"))]
+            yield i, {"role": first["role"], "content": blocks}
+        i = end
+
+
+def _same_role(first: dict[str, Any], message: Any) -> bool:
+    return (
+        isinstance(message, dict)
+        and first.get("role") in ("user", "assistant")
+        and (message.get("role") == first.get("role"))
+    )
+
+
+def _as_blocks(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return content if isinstance(content, list) else []
 
 
 SERVER_RESULTS = frozenset(

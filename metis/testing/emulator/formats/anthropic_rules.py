@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from metis.testing.emulator.formats import compaction, server_rules, strict_tools
+from metis.testing.emulator.formats import compaction, image_bytes, server_rules, strict_tools
 from metis.testing.emulator.formats.cache_marks import check_breakpoint_limit
 from metis.testing.emulator.formats.knobs_rules import check_anthropic
 from metis.testing.emulator.rules import Refused, first, table
@@ -45,6 +45,7 @@ RULES = table(
         "chosen tool": first(chosen_tool),
         "budget under max_tokens": first(budget_under_max_tokens),
         "files": first(lambda body: anthropic_media(body, lambda id: bool(_FILE.fullmatch(id)))),
+        "image bytes": image_bytes.check_anthropic,
         "server tools": server_rules.anthropic,
         "compaction beta": compaction.check_anthropic_beta,
         "signatures": _check_signatures,

@@ -8,6 +8,8 @@ import re
 from functools import partial
 from typing import Any
 
+from metis.catalog.catalog import default_catalog
+from metis.testing.emulator.formats import image_bytes
 from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.chat_services import (
     check_mistral_effort,
@@ -40,14 +42,31 @@ def _check_top_level(body: dict[str, Any], call: Any) -> None:
 def _check_strict_tools(body: dict[str, Any], call: Any) -> None:
     for i, tool in enumerate(body.get("tools") or []):
         function = tool.get("function") or {}
-        problem = (
-            strict_schema_problem(function.get("parameters"))
-            if function.get("strict") is True
-            else None
-        )
+        parameters = function.get("parameters", {"type": "object", "properties": {}})
+        problem = strict_schema_problem(parameters) if function.get("strict") is True else None
         if problem:
             message = f"Invalid schema for function '{function['name']}': {problem}"
             raise Refused(message, f"tools[{i}].function.parameters", "invalid_function_parameters")
+
+
+def _check_audio_input(body: dict[str, Any], call: Any) -> None:
+    """An audio part to a model the catalog says does not hear (OpenAI's words for gpt-5-mini);
+    a model the catalog does not know, or whose inputs it does not list, takes it."""
+    info = default_catalog().get("openai", str(body.get("model", "")))
+    heard = info.input_modalities if info is not None else None
+    if heard is None or "audio" in heard:
+        return
+    for i, message in enumerate(body["messages"]):
+        content = message.get("content")
+        if isinstance(content, list) and any(
+            isinstance(part, dict) and part.get("type") == "input_audio" for part in content
+        ):
+            raise Refused(
+                f"Invalid 'messages[{i}]'. Content blocks are expected to be either text or "
+                "image_url type.",
+                f"messages[{i}]",
+                "invalid_value",
+            )
 
 
 def _check_response_format(body: dict[str, Any], call: Any) -> None:
@@ -72,6 +91,8 @@ RULES = table(
         "top level": _check_top_level,
         "reasoning model": first(chat_effort),
         "strict tools": _check_strict_tools,
+        "audio input": _check_audio_input,
+        "image bytes": image_bytes.check_chat,
         "chosen function": first(chosen_function),
         "tool messages": first(lambda body: tool_messages(body["messages"])),
         "response format": _check_response_format,
