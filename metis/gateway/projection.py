@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from metis.gateway.inbound import Inbound
+from metis.gateway.strict_fit import fit_strict
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message, Role, TextBlock
 from metis.model.knobs import SAMPLING_NAMES
@@ -52,6 +53,7 @@ def project(
         changes["tool_choice"] = None  # the model chooses, as with auto
         dropped.append(f"tool_choice {choice.type} (the model refuses forced tool use)")
     _out_of_range(fields, caps, changes, dropped)
+    fit_strict(fields, caps, wire_model, changes, dropped)
     return limit, changes, dropped
 
 
