@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
+import metis
+from metis.errors import InvalidRequestError
 from metis.testing.emulator import Emulator
 from tests.gateway.test_gateway_recorded_requests import HEADERS, asked
 
@@ -119,3 +121,14 @@ async def test_the_emulator_refuses_what_the_gateway_leaves_out() -> None:
                 "http://emulator/v1/messages", json={**body, "tools": [strict]}, headers=HEADERS
             )
             assert reply.status_code == 400, kind
+
+
+async def test_the_librarys_own_caller_gets_claudes_refusal(
+    emulator_server: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the gateway leaves the schema out: metis never changes its own caller's request
+    (docs/contract.md), so the call is refused as Anthropic refuses it."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator_server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with pytest.raises(InvalidRequestError, match="Circular reference"):
+        await metis.acomplete("anthropic:claude-sonnet-4-5", "A tree?", output_schema=RECURSIVE)
