@@ -44,17 +44,18 @@ def fit_strict(
         return
     sent, strict = [], 0
     for tool in tools:
-        problem = None
-        if tool.strict:
-            closed, _ = closed_schema_or_reason(tool.input_schema)
-            if strict >= MAX_STRICT_TOOLS:
-                problem = f"over {MAX_STRICT_TOOLS} strict tools"
-            elif closed is not None:  # (one not closed goes without strict: the library's)
-                problem = _problem(closed, totals)
+        closed, problem = closed_schema_or_reason(tool.input_schema) if tool.strict else (None, "")
+        if closed is None:  # (not strict; or not closed, which the library sends without it)
+            sent.append(tool)
+            continue
+        if strict >= MAX_STRICT_TOOLS:
+            problem = f"over {MAX_STRICT_TOOLS} strict tools"
+        else:
+            problem = _problem(closed, totals)
         if problem is not None:
             tool = tool.model_copy(update={"strict": False})
             dropped.append(f"strict of tool {tool.name!r} (Claude cannot compile it: {problem})")
-        strict += bool(tool.strict)
+        strict += problem is None
         sent.append(tool)
     if any(a is not b for a, b in zip(sent, tools, strict=True)):
         changes["tools"] = sent

@@ -132,3 +132,16 @@ async def test_the_librarys_own_caller_gets_claudes_refusal(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     with pytest.raises(InvalidRequestError, match="Circular reference"):
         await metis.acomplete("anthropic:claude-sonnet-4-5", "A tree?", output_schema=RECURSIVE)
+
+
+async def test_a_strict_tool_sent_without_strict_anyway_is_not_counted() -> None:
+    """A strict tool whose schema takes keys it does not name goes without strict (the
+    library's rule), so it does not count among the twenty."""
+    emulator = Emulator()
+    tools = [tool("open", BROKEN["open map"])]
+    tools += [tool(f"t{i}", obj({"x": {"type": "string"}})) for i in range(20)]
+    reply = await chat(emulator, "sonnet", tools=tools)
+    assert reply.status_code == 200, reply.text
+    sent = emulator.bodies("anthropic")[-1]["tools"]
+    assert [t.get("strict") for t in sent] == [None] + [True] * 20
+    assert "over 20" not in reply.headers["x-metis-dropped"]
