@@ -53,7 +53,7 @@ def project(
         changes["tool_choice"] = None  # the model chooses, as with auto
         dropped.append(f"tool_choice {choice.type} (the model refuses forced tool use)")
     _out_of_range(fields, caps, changes, dropped)
-    fit_strict(fields, caps, wire_model, changes, dropped)
+    fit_strict(fields, caps, changes, dropped)
     return limit, changes, dropped
 
 

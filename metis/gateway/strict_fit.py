@@ -22,15 +22,14 @@ from metis.wire.closed_schema import closed_schema_or_reason
 def fit_strict(
     fields: dict[str, Any],
     caps: AdapterCapabilities,
-    wire_model: str,
     changes: dict[str, Any],
     dropped: list[str],
 ) -> None:
     """Leave out (in ``changes``, named in ``dropped``) what of the output schema and the
-    strict tools a Claude model ``wire_model`` cannot compile: the output schema first, then
+    strict tools a Claude model (``caps``) cannot compile: the output schema first, then
     each strict tool in order while the request's totals stay within the limits."""
-    if "claude" not in wire_model.lower():
-        return
+    if caps.reasoning is None or caps.reasoning.family != "anthropic":
+        return  # not Claude: the family the catalog gives its reasoning is the one tell
     totals = [0, 0]
     schema = changes.get("output_schema", fields.get("output_schema"))
     if schema is not None and caps.supports_structured_output:
