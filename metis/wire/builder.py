@@ -239,6 +239,7 @@ class MessageBuilder(WholeBlocks):
         block = self._thinking_block(key)
         signature = clean(signature)
         block.signature = (block.signature or "") + signature
+        data = clean_value(data) if data else data
         self._events.append(ThinkingDelta(block.index, "", signature=signature, provider_data=data))
 
     def redacted_thinking(self, key: Hashable, data: str) -> None:

@@ -39,6 +39,15 @@ def test_anthropic_reads_speed_and_place_whole_and_streamed() -> None:
     assert not {"speed", "inference_geo"} & set(said.model_dump())
 
 
+def test_words_that_are_not_utf8_text_are_kept_with_a_replacement_character() -> None:
+    said = {"speed": "fast \ud83d", "inference_geo": "\ude00us"}  # lone surrogates, as JSON reads
+    usage = whole(anthropic, anthropic_message(said), "anthropic")
+    assert (usage.speed, usage.inference_geo) == ("fast \ufffd", "\ufffdus")
+    usage = streamed(anthropic, anthropic_stream(said), "anthropic")
+    assert (usage.speed, usage.inference_geo) == ("fast \ufffd", "\ufffdus")
+    usage.model_dump_json()  # encodable
+
+
 def test_a_speed_that_is_not_text_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError, match="speed"):
         whole(anthropic, anthropic_message({"speed": 2}), "anthropic")

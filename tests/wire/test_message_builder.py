@@ -660,3 +660,15 @@ def test_a_server_tool_block_with_a_lone_surrogate_is_cleaned_like_any_text() ->
     call = events[-2]
     assert call.to_dict()["block"]["input"] == {"q": "a\ufffd"}  # type: ignore[union-attr]
     json.dumps([e.to_dict() for e in events], ensure_ascii=False).encode()
+
+
+def test_what_a_signature_is_sent_back_with_is_cleaned_of_lone_surrogates() -> None:
+    """A Responses reasoning item's id rides with its signature (``provider_data``): a lone
+    ``\\ude00`` escape in it becomes U+FFFD, so the event and the reply encode."""
+    b = MessageBuilder(PROVIDER, MODEL)
+    b.thinking_signature(0, "sig", {"id": chr(0xDE00) + " head"})
+    b.finish()
+    events = b.take()
+    (delta,) = [e for e in events if isinstance(e, ThinkingDelta)]
+    assert delta.provider_data == {"id": "\ufffd head"}
+    json.dumps([e.to_dict() for e in events], ensure_ascii=False).encode()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from metis.core.surrogates import clean
 from metis.model.response import ModelUsage, ServerToolRequests, TokenUsage, UsageDetail
 from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
@@ -100,9 +101,9 @@ def _how_run(usage: dict[str, Any]) -> UsageDetail:
     """``usage.speed`` and ``usage.inference_geo``, where this usage says them."""
     found = UsageDetail()
     if (speed := optional_text(usage, "speed", "usage")) is not None:
-        found["speed"] = speed
+        found["speed"] = clean(speed)
     if (geo := optional_text(usage, "inference_geo", "usage")) is not None:
-        found["inference_geo"] = geo
+        found["inference_geo"] = clean(geo)
     return found
 
 
