@@ -236,10 +236,8 @@ class MessageBuilder(WholeBlocks):
         self, key: Hashable, signature: str, data: dict[str, Any] | None = None
     ) -> None:
         """``data``: what the provider takes the signature back only with (ThinkingDelta)."""
-        block = self._thinking_block(key)
-        signature = clean(signature)
+        block, signature, data = self._thinking_block(key), clean(signature), clean_value(data)
         block.signature = (block.signature or "") + signature
-        data = clean_value(data) if data else data
         self._events.append(ThinkingDelta(block.index, "", signature=signature, provider_data=data))
 
     def redacted_thinking(self, key: Hashable, data: str) -> None:
