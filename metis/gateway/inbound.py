@@ -103,39 +103,37 @@ def optional_int(body: Mapping[str, Any], key: str) -> int | None:
     return number
 
 
-def optional_number(body: Mapping[str, Any], key: str) -> float | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise InvalidRequestError(f"{key}: expected a number >= 0, got {value!r}"[:200])
-    try:
-        return float(value)
-    except OverflowError:  # an integer past any float: 1 followed by 400 zeros
-        raise InvalidRequestError(f"{key}: expected a number >= 0, got {value!r}"[:200]) from None
-
-
 SAMPLING_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "temperature": (0, 2),
     "top_p": (0, 1),
     "top_k": (1, None),
     "seed": (None, None),
     "frequency_penalty": (-2, 2),
     "presence_penalty": (-2, 2),
 }
-"""The sampling settings a served API may give beside ``temperature``, with the range its
-API reference gives each (``top_k`` and ``seed`` integers): the canonical request's own, so
-the library sends each to a model that takes it and names it where the model does not."""
+"""The sampling settings a served API may give, with the range OpenAI's API reference gives
+each (``top_k``, Anthropic's, and ``seed`` integers): the canonical request's own, so the
+library sends each to a model that takes it and names it where the model does not. A value
+the caller's own API refuses is refused (a 400 naming it); one it takes that the routed model
+does not is left out and named (metis/gateway/projection.py)."""
+
+MESSAGES_SAMPLING = {**SAMPLING_RANGES, "temperature": (0, 1)}
+"""The Messages API's: its temperature is 0 to 1 (Anthropic's API reference)."""
 
 
-def sampling(body: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
-    """The request's ``names`` among :data:`SAMPLING_RANGES`, as canonical fields; a value
-    of the wrong type or outside its range is a 400 naming it, as the providers refuse it."""
+def sampling(
+    body: Mapping[str, Any],
+    names: tuple[str, ...],
+    ranges: Mapping[str, tuple[float | None, float | None]] = SAMPLING_RANGES,
+) -> dict[str, Any]:
+    """The request's ``names`` among ``ranges`` (the caller's API's), as canonical fields; a
+    value of the wrong type or outside its range is a 400 naming it, as that API refuses it."""
     fields: dict[str, Any] = {}
     for name in names:
         value = body.get(name)
         if value is None:
             continue
-        low, high = SAMPLING_RANGES[name]
+        low, high = ranges[name]
         integral = name in ("top_k", "seed")
         number = whole_number(value) if integral else _finite(value)
         if (

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from metis.errors import InvalidRequestError
-from metis.gateway.inbound import flag, optional_number, sampling
+from metis.gateway.inbound import flag, sampling
 from metis.model.request import FreeformInput, ToolChoice, ToolDefinition
 
 _NAMED = {"auto": "auto", "required": "any", "none": "none"}
@@ -125,9 +125,7 @@ def tool_and_sampling_fields(
         fields["tool_choice"] = choice
     if body.get("parallel_tool_calls") is not None:
         fields["parallel_tool_calls"] = flag(body, "parallel_tool_calls")
-    if (temperature := optional_number(body, "temperature")) is not None:
-        fields["temperature"] = temperature
-    fields.update(sampling(body, ("top_p",)))
+    fields.update(sampling(body, ("temperature", "top_p")))
     return fields
 
 
