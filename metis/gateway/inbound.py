@@ -119,6 +119,9 @@ does not is left out and named (metis/gateway/projection.py)."""
 
 MESSAGES_SAMPLING = {**SAMPLING_RANGES, "temperature": (0, 1)}
 """The Messages API's: its temperature is 0 to 1 (Anthropic's API reference)."""
+LOGPROBS_RANGE = {"top_logprobs": (0, 20)}
+"""OpenAI's ``top_logprobs`` (Chat and Responses), an integer: no model is asked for it (it is
+left out and named), but a value OpenAI refuses is refused."""
 
 
 def sampling(
@@ -134,7 +137,7 @@ def sampling(
         if value is None:
             continue
         low, high = ranges[name]
-        integral = name in ("top_k", "seed")
+        integral = name in ("top_k", "seed", "top_logprobs")
         number = whole_number(value) if integral else _finite(value)
         if (
             number is None
@@ -148,6 +151,20 @@ def sampling(
             raise InvalidRequestError(f"{name}: expected {kind}{bounds}, got {value!r}"[:200])
         fields[name] = number
     return fields
+
+
+def logit_bias(raw: Any) -> None:
+    """Chat's ``logit_bias`` (left out and named: no canonical form) checked as OpenAI checks
+    it: an object of token ids to biases from -100 to 100."""
+    if raw is None:
+        return
+    if not isinstance(raw, Mapping):
+        raise InvalidRequestError(f"logit_bias: expected an object, got {type(raw).__name__}")
+    for token, bias in raw.items():
+        number = _finite(bias)
+        if number is None or not -100 <= number <= 100:
+            said = f"logit_bias: expected a number from -100 to 100 for {token!r}, got {bias!r}"
+            raise InvalidRequestError(said[:200])
 
 
 def _finite(value: Any) -> float | None:

@@ -98,6 +98,10 @@ def test_a_sampling_value_outside_the_models_range_is_left_out_and_named(
         ("responses", {"top_p": 1.5}, "top_p: expected a number from 0 to 1"),
         ("messages", {"temperature": 1.5}, "temperature: expected a number from 0 to 1, got 1.5"),
         ("messages", {"temperature": True}, "temperature: expected a number from 0 to 1"),
+        ("chat", {"top_logprobs": 21}, "top_logprobs: expected an integer from 0 to 20"),
+        ("responses", {"top_logprobs": 1.5}, "top_logprobs: expected an integer from 0 to 20"),
+        ("chat", {"logit_bias": {"50256": -101}}, "logit_bias: expected a number from -100 to 100"),
+        ("chat", {"logit_bias": [1]}, "logit_bias: expected an object"),
     ],
 )
 def test_a_sampling_value_outside_its_range_is_the_sdks_bad_request(
@@ -158,3 +162,14 @@ def test_a_temperature_the_callers_api_refuses_is_refused_whichever_model_takes_
     reply = oai.chat.completions.create(model="flash", messages=SAID, temperature=2.0)
     assert emulator.bodies("gemini")[-1]["generationConfig"]["temperature"] == 2.0
     assert reply.choices[0].message.content == "You said: Hi"
+
+
+def test_logprobs_and_logit_bias_in_openais_range_are_left_out_and_named(oai: Any) -> None:
+    """No model is asked for them: in OpenAI's range they are named, not refused."""
+    raw = oai.chat.completions.with_raw_response.create(
+        model="flash", messages=SAID, logprobs=True, top_logprobs=20, logit_bias={"50256": -100}
+    )
+    dropped = raw.headers["x-metis-dropped"]
+    assert all(name in dropped for name in ("top_logprobs", "logit_bias"))
+    raw = oai.responses.with_raw_response.create(model="flash", input="Hi", top_logprobs=0)
+    assert "top_logprobs" in raw.headers["x-metis-dropped"]
