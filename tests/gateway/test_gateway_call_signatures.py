@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from metis.gateway.app import create_app
+from metis.gateway.call_signatures import RedisCallSignatures
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import (
     GATEWAY_KEY,
@@ -142,3 +143,26 @@ def test_a_call_the_gateway_kept_no_signature_for_goes_as_before(
         model="g3", max_tokens=500, messages=turns, tools=[WEATHER_MESSAGES_TOOL]
     )
     assert _sent_signature(emulator) == BYPASS
+
+
+class _Down:
+    """A Redis client whose every command fails, as one that does not answer."""
+
+    async def set(self, *args: Any, **kwargs: Any) -> None:
+        raise ConnectionError("redis is down")
+
+    async def mget(self, *args: Any) -> None:
+        raise ConnectionError("redis is down")
+
+
+@pytest.mark.anyio
+async def test_a_redis_that_fails_costs_the_signatures_not_the_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Keeping or finding them fails logged, and the calls go as before (the bypass): the
+    request is not refused for what only improves it."""
+    store = RedisCallSignatures(_Down(), 60)
+    await store.keep("", {"tu_1": "metis1.x.y"})
+    assert await store.find("", ["tu_1"]) == {}
+    events = [getattr(record, "event", None) for record in caplog.records]
+    assert events.count("metis.gateway.store_failed") == 2
