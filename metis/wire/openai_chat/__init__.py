@@ -64,6 +64,7 @@ from metis.wire.openai_chat.tool_calls import (
     arguments,
     custom_input,
     legacy_fragment,
+    listed,
     message_calls,
     required_name,
     thought_signature,
@@ -71,7 +72,6 @@ from metis.wire.openai_chat.tool_calls import (
 from metis.wire.read import (
     malformed,
     object_value,
-    optional_list,
     optional_text,
     required_list,
     required_object,
@@ -177,7 +177,7 @@ class OpenAIChatCodec:
         return user_messages(message, message_id, call, current)
 
     def stream_parser(self, builder: MessageBuilder) -> _StreamParser:
-        return _StreamParser(builder, self.quirks.reasoning_tokens_apart)
+        return _StreamParser(builder, self.quirks)
 
     def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
         if "error" in body:
@@ -219,8 +219,9 @@ class OpenAIChatCodec:
             if custom:
                 builder.tool_input(key, whole_input(custom_input(function.get("input"))))
                 builder.keep_raw(builder.index_of(key) or 0, CUSTOM_RAW)
-            else:
-                builder.tool_input(key, arguments(function.get("arguments")))
+            else:  # TGI 1.4 names them "parameters"
+                given = function.get("arguments", function.get("parameters"))
+                builder.tool_input(key, arguments(given))
             builder.close(key)
         if usage := body.get("usage"):
             apart = self.quirks.reasoning_tokens_apart
@@ -242,12 +243,14 @@ def choice_index(choice: Any) -> int:
 
 class _StreamParser:
     __slots__ = (
-        "_apart", "_audio", "_builder", "_calls", "_finished", "_index", "_refusal", "_sources"
+        "_apart", "_audio", "_builder", "_calls", "_finished", "_index", "_one", "_refusal",
+        "_sources",
     )  # fmt: skip
 
-    def __init__(self, builder: MessageBuilder, reasoning_apart: bool = False) -> None:
-        self._builder, self._apart = builder, reasoning_apart
-        self._calls = StreamedToolCalls(builder)
+    def __init__(self, builder: MessageBuilder, quirks: ChatQuirks = NO_QUIRKS) -> None:
+        self._builder, self._apart = builder, quirks.reasoning_tokens_apart
+        self._one = quirks.one_choice  # every chunk's first choice is the reply's
+        self._calls = StreamedToolCalls(builder, quirks.grammar_tool_calls)
         self._refusal: list[str] = []  # the refusal's words so far
         self._finished = False
         self._sources: list[Citation] = []  # a reply's source list, as the last chunk gave it
@@ -271,7 +274,7 @@ class _StreamParser:
             choice = choices[0]
             if choice.__class__ is not dict:
                 raise malformed("chunk.choices[0]", "an object", choice)
-            if choice.get("index", 0) != self._index:
+            if choice.get("index", 0) != self._index and not self._one:
                 choice = self._choice(choices)
             if choice is not None:
                 delta = choice.get("delta")
@@ -345,7 +348,7 @@ class _StreamParser:
             self._refusal.append(refusal)  # its stop's explanation, or text (_finish)
         for cited in annotation_citations(delta.get("annotations")):
             builder.citation(_TEXT, cited)
-        for item in optional_list(delta, "tool_calls", "delta"):
+        for item in listed(delta.get("tool_calls"), "delta.tool_calls"):
             self._calls.fragment(object_value(item, "delta.tool_calls[]"))
         if (legacy := legacy_fragment(delta)) is not None:
             self._calls.fragment(legacy)
