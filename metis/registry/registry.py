@@ -34,7 +34,8 @@ All the Adapters of one entry share one HTTP connection pool, which the registry
 stays the caller's to close).
 
 The file format is :mod:`metis.registry.file`; resolving its entries (stacks, keys, catalog
-capabilities) is :mod:`metis.registry.entries`.
+capabilities) is :mod:`metis.registry.entries`; building the adapters and their pools is
+:mod:`metis.registry.pool`.
 """
 
 from __future__ import annotations
