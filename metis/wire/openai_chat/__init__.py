@@ -56,7 +56,12 @@ from metis.wire.openai_chat.read import (
     tool_call_id,
     unnumbered_pieces,
 )
-from metis.wire.openai_chat.server_tools import annotation_citations, search_fields, source_list
+from metis.wire.openai_chat.server_tools import (
+    annotation_citations,
+    search_fields,
+    source_list,
+    unread,
+)
 from metis.wire.openai_chat.tool_calls import (
     CUSTOM_RAW,
     SIGNATURE,
@@ -207,7 +212,8 @@ class OpenAIChatCodec:
             builder.text(_TEXT, refusal)
         if (audio := message.get("audio")) is not None:
             read_audio(builder, audio, {}, "message")
-        for cited in annotation_citations(message.get("annotations")) + source_list(body):
+        cited_here = annotation_citations(message.get("annotations"), partial(unread, builder))
+        for cited in cited_here + source_list(body):
             builder.citation(_TEXT, cited)
         for i, item in enumerate(calls):
             item = object_value(item, "message.tool_calls[]")
@@ -346,7 +352,7 @@ class _StreamParser:
             read_content(builder, content, _TEXT, _REASONING, "delta")
         if refusal := optional_text(delta, "refusal", "delta"):
             self._refusal.append(refusal)  # its stop's explanation, or text (_finish)
-        for cited in annotation_citations(delta.get("annotations")):
+        for cited in annotation_citations(delta.get("annotations"), partial(unread, builder)):
             builder.citation(_TEXT, cited)
         for item in listed(delta.get("tool_calls"), "delta.tool_calls"):
             self._calls.fragment(object_value(item, "delta.tool_calls[]"))
