@@ -5,6 +5,8 @@ structs and handlers (huggingface/text-generation-inference ``router/src/lib.rs`
 
 - 1.4.0 to 1.4.3 number each chunk's one choice (and a call fragment's ``index``) by the
   token's place in the stream; 1.4.4 on send 0.
+- 1.4.0 to 2.0.1 stream the end-of-sequence token's own text (``</s>``) as the content of the
+  chunk that ends with ``eos_token``; 2.0.2 on leave it out.
 - a chunk has ``id: ""``, ``object: "text_completion"``, ``system_fingerprint``
   ("<version>-<docker label>"), ``logprobs`` (a float in 1.4.0 and 1.4.1, an object after,
   null unless asked), and ``delta.role`` on every chunk; the end is the chunk with a
@@ -66,6 +68,19 @@ def test_a_text_stream_reads_whole_however_its_choices_are_numbered(first: int) 
     final = read(chunks, streamed=True)
     assert final.final_content == [TextBlock(text="".join(TOKENS))]
     assert (final.stop_reason.kind, final.stop_reason.raw) == (StopKind.END_TURN, "eos_token")
+
+
+@pytest.mark.parametrize("end", ["</s>", "<|eot_id|>", ""])
+def test_the_end_of_sequence_token_s_own_text_is_no_text_of_the_reply(end: str) -> None:
+    """1.4.0 to 2.0.1 stream the end-of-sequence token's text as the last chunk's content
+    (2.0.2 on leave a special token's out); the whole reply never has it. 1.4.0 and 1.4.1 give
+    ``logprobs`` as a float."""
+    chunks = [chunk(0, {"content": t}) for t in TOKENS]
+    chunks[0]["choices"][0]["logprobs"] = -0.31
+    chunks.append(chunk(0, {"content": end}, finish="eos_token"))
+    assert read(chunks, streamed=True).final_content == [TextBlock(text="".join(TOKENS))]
+    cut = [*chunks[:-1], chunk(0, {"content": "!"}, finish="length")]  # a token of the reply
+    assert read(cut, streamed=True).final_content == [TextBlock(text="".join(TOKENS) + "!")]
 
 
 def test_usage_on_the_finish_chunk_and_in_a_chunk_of_its_own_is_read() -> None:
