@@ -17,8 +17,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from metis.core.deprecation import warn_deprecated
 from metis.core.lazy_exports import lazy_exports
+from metis.core.moved_names import is_old, old_name
 from metis.core.version import VERSION as __version__
 
 _EXPORTS: dict[str, str] = {
@@ -213,26 +213,6 @@ _EXPORTS: dict[str, str] = {
 }
 """Every public name of ``metis``, and the module it is imported from on first use."""
 
-_MOVED: dict[str, str] = {
-    **dict.fromkeys(
-        [
-            "Call",
-            "Inner",
-            "Pipeline",
-            "RequestStage",
-            "ResponseHead",
-            "Stage",
-            "StageServices",
-            "WireRequest",
-            "load_stack",
-            "register_stage",
-        ],
-        "metis.pipeline",
-    ),
-}
-"""Names that moved: importable from here for one release, with a DeprecationWarning."""
-_RENAMED = {"Route": "ModelRoute"}
-
 __all__ = sorted(_EXPORTS)
 
 
@@ -240,12 +220,8 @@ _load, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        warn_deprecated(f"metis.{name}", f"{_MOVED[name]}.{name}")
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    if name in _RENAMED:
-        warn_deprecated(f"metis.{name}", f"metis.{_RENAMED[name]}")
-        return __getattr__(_RENAMED[name])
+    if is_old(name):  # moved or renamed: still here for one release
+        return old_name(name, __getattr__)
     if name in _EXPORTS or name[:1] == "_":
         return _load(name)
     try:  # a subpackage, as the docs and errors name it: metis.telemetry.set_default_sink(...)

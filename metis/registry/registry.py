@@ -34,13 +34,13 @@ All the Adapters of one entry share one HTTP connection pool, which the registry
 stays the caller's to close).
 
 The file format is :mod:`metis.registry.file`; resolving its entries (stacks, keys, catalog
-capabilities) is :mod:`metis.registry.entries`.
+capabilities) is :mod:`metis.registry.entries`; building the adapters and their pools is
+:mod:`metis.registry.pool`.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import warnings
 from collections.abc import Callable, Mapping
@@ -51,13 +51,14 @@ from pydantic import ValidationError
 
 from metis.adapter.adapter import Adapter, build_adapter
 from metis.core.config_files import config_error, read_yaml, typed
-from metis.core.deprecation import renamed, warn_deprecated
+from metis.core.deprecation import renamed
 from metis.core.options import check_options, keyword_names
 from metis.errors import ConfigError, InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.config import AdapterConfig
 from metis.registry.entries import AdapterStatus, ModelRoute, model_route, resolve_adapter
 from metis.registry.file import AdapterEntry, ModelEntry, RegistryFile
+from metis.registry.pool import AdapterPool
 from metis.routing.router import Router
 from metis.routing.spec import check_routes
 from metis.routing.targets import RouteTarget
@@ -112,18 +113,12 @@ class Registry:
         (called with the entry's ``timeout_seconds``); the registry owns and closes it."""
         check_options("Registry()", adapter_kwargs, _REGISTRY_OPTIONS)
         spec = typed(spec, RegistryFile, "Registry(spec)", " (Registry.load(path) reads a file)")
-        self._make_client = make_client
         self.source = source
         env = os.environ if environ is None else environ
         base = Path(base_dir) if base_dir is not None else None
-        self._clients: dict[str, AsyncHTTPClient] = dict(clients or {})
-        self._owned_clients: dict[str, AsyncHTTPClient] = {}
-        self._adapter_kwargs = adapter_kwargs
         self.telemetry = adapter_kwargs.get("telemetry")
         """The telemetry sink the adapters are given (None: theirs by default)."""
-        self._built: dict[tuple[str, str], Adapter] = {}
-
-        unknown_clients = sorted(set(self._clients) - set(spec.adapters))
+        unknown_clients = sorted(set(clients or {}) - set(spec.adapters))
         if unknown_clients:
             raise ConfigError(
                 f"clients given for undeclared adapters {', '.join(unknown_clients)}; "
@@ -133,6 +128,7 @@ class Registry:
             name: resolve_adapter(name, entry, env, base, source)
             for name, entry in spec.adapters.items()
         }
+        self._pool = AdapterPool(self._adapters, clients or {}, make_client, adapter_kwargs)
         self._routes: dict[str, ModelRoute] = {}
         self._overrides: dict[str, dict[str, Any]] = {}
         self._names: dict[str, str] = {}  # canonical id or alias -> canonical id
@@ -317,14 +313,7 @@ class Registry:
     # Building adapters ---------------------------------------------------------------------
 
     def _adapter_for(self, adapter_name: str, overrides: dict[str, Any]) -> Adapter:
-        key = (adapter_name, json.dumps(overrides, sort_keys=True, default=str))
-        built = self._built.get(key)
-        if built is None:
-            config = self.adapter_config(adapter_name, overrides)
-            stack = self._adapters[adapter_name].stack
-            built = build_adapter(stack, config, init_on_first_call=True, **self._adapter_kwargs)
-            self._built[key] = built
-        return built
+        return self._pool.adapter(adapter_name, overrides)
 
     def adapter_config(
         self, adapter_name: str, overrides: dict[str, Any] | None = None
@@ -332,38 +321,15 @@ class Registry:
         """What entry ``adapter_name``'s adapters are built with (its key, base URL, timeout,
         retries, headers, settings and shared connection pool), for another client of the
         same provider beside them (the gateway's embedders)."""
-        spec = self._adapters[adapter_name]
-        entry = spec.entry
-        return AdapterConfig(
-            api_key=spec.api_key,
-            base_url=entry.base_url,
-            timeout_seconds=entry.timeout_seconds,
-            max_retries=entry.max_retries,
-            extra_headers=dict(entry.extra_headers),
-            settings=_entry_settings(adapter_name, entry),
-            capabilities=dict(overrides or {}),
-            http_client=self._client_for(adapter_name, entry),
-        )
-
-    def _client_for(self, adapter_name: str, entry: AdapterEntry) -> AsyncHTTPClient:
-        client = self._clients.get(adapter_name) or self._owned_clients.get(adapter_name)
-        if client is None:
-            # As Adapter would make it; owned here so that every Adapter of the entry shares it.
-            client = self._make_client(entry.timeout_seconds)
-            self._owned_clients[adapter_name] = client
-        return client
+        return self._pool.config(adapter_name, overrides)
 
     async def aclose(self) -> None:
         """Close every Adapter built and the connection pools the registry made."""
-        built, self._built = list(self._built.values()), {}
-        owned, self._owned_clients = list(self._owned_clients.values()), {}
-        for adapter in built:
-            await adapter.aclose()  # each stage's dispose, then the adapter's own client
-        for client in owned:
-            await client.aclose()
+        await self._pool.aclose()
 
     def __del__(self) -> None:
-        if getattr(self, "_owned_clients", None):  # as an unclosed adapter is said
+        pool = getattr(self, "_pool", None)
+        if pool is not None and pool.owns_clients:  # as an unclosed adapter is said
             warnings.warn(
                 f"the Registry of {self.source} was never closed, its connection pools still "
                 "open: use 'async with Registry.load(...) as registry:' or "
@@ -385,13 +351,3 @@ class Registry:
             f"<Registry {self.source}: {len(self._routes)} models, "
             f"{configured}/{len(self._adapters)} adapters configured>"
         )
-
-
-def _entry_settings(name: str, entry: AdapterEntry) -> dict[str, Any] | None:
-    """An adapter entry's ``settings:``, or its deprecated ``options:``."""
-    if entry.options:
-        if entry.settings:
-            raise ConfigError(f"adapter {name!r}: give settings or options (deprecated), not both")
-        warn_deprecated("an adapter's `options:` in models.yaml", "`settings:`", stacklevel=6)
-        return dict(entry.options)
-    return dict(entry.settings) if entry.settings else None

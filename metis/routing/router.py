@@ -13,7 +13,6 @@ can take the next turn. A closed router refuses every call."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -48,17 +47,17 @@ from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import CanonicalResponse, TokenUsage
 from metis.pipeline.call import CallTerms
 from metis.routing.attempt import CANNOT_SERVE, Attempt, RouteCall, aclose_items, first_item
-from metis.routing.availability import AvailabilityStore, Change, InMemoryAvailability
+from metis.routing.availability import AvailabilityStore, InMemoryAvailability
 from metis.routing.limits import Buckets, InMemoryBuckets, InMemorySlots, Limits, SharedSlots
-from metis.routing.shared_state import SHARED_STATE_TIMEOUT, Fallback, checked_timeout, emit_safely
+from metis.routing.shared_state import SHARED_STATE_TIMEOUT, Fallback, checked_timeout
 from metis.routing.spec import DEFAULT_FALLBACK_ON, TargetSpec, error_classes
 from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
+from metis.routing.verdicts import AVAILABILITY_ERRORS, Verdicts
 from metis.stages.policy.capability_check import fitted_for
-from metis.telemetry import AvailabilityChanged, TelemetrySink, default_sink
+from metis.telemetry import TelemetrySink, default_sink
 
 T = TypeVar("T")
-AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
-"""The error classes that say a model is unavailable (and cool it down)."""
+__all__ = ["AVAILABILITY_ERRORS", "Router"]
 
 
 @checked_init
@@ -92,8 +91,9 @@ class Router:
         self._outage: set[str] = set()  # the shared stores now standing in locally
         self._stores: list[Fallback[Any]] = []
         policy = getattr(self.availability, "policy", None)
-        self._availability: Fallback[AvailabilityStore] = self._fallback(
-            "availability", self.availability, InMemoryAvailability(policy)
+        local = InMemoryAvailability(policy)
+        self._verdicts = Verdicts(
+            self._fallback("availability", self.availability, local), self._telemetry
         )
         self._targets = Targets(
             adapters or {},
@@ -110,7 +110,7 @@ class Router:
 
     @telemetry.setter
     def telemetry(self, sink: TelemetrySink) -> None:
-        self._telemetry = sink
+        self._telemetry = self._verdicts.telemetry = sink
         for store in self._stores:
             store.telemetry = sink
 
@@ -266,7 +266,7 @@ class Router:
                 await self._leave_probe(attempt)
             except AdapterError as error:
                 if attempt.served:
-                    await self._failed_serving(target, error)
+                    await self._verdicts.failed_serving(target.key, error)
                     raise
                 if not await self._failed(call, target, error, attempt.probe):
                     call.decided(None)
@@ -292,10 +292,7 @@ class Router:
         if problems:
             call.skipped(target, CANNOT_SERVE + "; ".join(problems))
             return None
-        admission, change = await self._availability.run(
-            lambda store: store.admit(target.key), deadline
-        )
-        self._emit_change(change)
+        admission = await self._verdicts.admit(target.key, deadline)
         if not admission.admitted:
             call.skipped(target, admission.reason, admission.retry_after)
             return None
@@ -342,56 +339,21 @@ class Router:
         if attempt.budget is not None:
             await attempt.budget.settle(usage)
         call.served(attempt.target)
-        key = attempt.target.key
-        await self._changed(lambda store: store.succeeded(key))
+        await self._verdicts.succeeded(attempt.target.key)
 
     async def _failed(
         self, call: RouteCall, target: ResolvedTarget, error: AdapterError, probe: bool
     ) -> bool:
         """Record a failed attempt; True when the route moves on."""
         call.failed(target, error)
-        key = target.key
-        if error.error_class in AVAILABILITY_ERRORS:
-            error_class, retry_after = error.error_class, error.retry_after_seconds
-            await self._changed(lambda store: store.failed(key, error_class, retry_after))
-        elif error.provider_status is not None:  # the provider answered: it is up
-            await self._changed(lambda store: store.succeeded(key))
-        elif probe:  # no verdict: the next call may probe
-            await self._changed(lambda store: store.abandoned(key))
+        await self._verdicts.failed(target.key, error, probe)
         unsent = isinstance(error, CapabilityError) and error.provider_status is None
         return unsent or error.error_class in self.fallback_on  # unsent: as a skip moves on
-
-    async def _failed_serving(self, target: ResolvedTarget, error: AdapterError) -> None:
-        """A stream failed after its first event: no moving on, but the model may cool down."""
-        if error.error_class in AVAILABILITY_ERRORS:
-            error_class, retry_after = error.error_class, error.retry_after_seconds
-            await self._changed(lambda store: store.failed(target.key, error_class, retry_after))
 
     async def _leave_probe(self, attempt: Attempt) -> None:
         """A call that took the probe ending with no verdict frees the model for the next."""
         if attempt.probe:
-            key = attempt.target.key
-            await self._changed(lambda store: store.abandoned(key))
-
-    async def _changed(
-        self, change: Callable[[AvailabilityStore], Awaitable[Change | None]]
-    ) -> None:
-        with anyio.CancelScope(shield=True):
-            self._emit_change(await self._availability.run(change))
-
-    def _emit_change(self, change: Change | None) -> None:
-        if change is None:
-            return
-        event = AvailabilityChanged(
-            key=change.key,
-            old_state=change.old.state.value,
-            new_state=change.new.state.value,
-            cooldown_seconds=change.cooldown_seconds,
-            failures=change.new.failures,
-            reason=change.reason,
-            timestamp=time.time(),
-        )
-        emit_safely(self.telemetry, event)
+            await self._verdicts.abandoned(attempt.target.key)
 
 
 if TYPE_CHECKING:  # mypy holds the router and the adapter to the one interface

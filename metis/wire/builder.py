@@ -13,6 +13,10 @@ message's end (``finish`` then ``take``), so nothing that arrived is lost. Nothi
 to the builder from outside: the usage estimate is a function given at construction, and a
 tool call whose arguments are not a JSON object is data on its events (``input_error``, the
 text in ``provider_raw``) for the reader to report.
+
+A tool call's lifetime (its fragments, and whether its arguments ended cut off) is in
+:mod:`metis.wire.builder_tools`; what arrives whole (server tools, images, citations) in
+:mod:`metis.wire.builder_whole`.
 """
 
 from __future__ import annotations
@@ -28,14 +32,17 @@ from metis.model.events import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
-    ToolUseEnd,
     ToolUseInputDelta,
-    ToolUseStart,
 )
 from metis.model.response import ModelUsage, ServerToolRequests, StopReason, TokenUsage, UsageDetail
-from metis.model.stop import StopKind
 from metis.model.tier import ServiceTier
-from metis.wire.blocks import OPAQUE, REDACTED, TEXT, THINKING, TOOL, Block, final_content, unsaid
+from metis.wire.blocks import OPAQUE, REDACTED, TEXT, THINKING, Block, final_content, unsaid
+from metis.wire.builder_tools import (
+    CUT_OFF_ARGUMENTS,
+    INVALID_ARGUMENTS,
+    OUTPUT_LIMIT_ARGUMENTS,
+    ToolCalls,
+)
 from metis.wire.builder_whole import WholeBlocks
 from metis.wire.read import token_count
 from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
@@ -43,26 +50,25 @@ from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
 _USAGE_FIELDS = tuple(TokenUsage.model_fields)  # the counts, estimated, then the extras
 
 Warn = Callable[..., None]
-_ABRUPT = (StopKind.CANCELLED, StopKind.ERROR)
 
 NO_EVENTS: Sequence[StreamEvent] = ()
 """What reading an object that makes no event returns."""
 
-INVALID_ARGUMENTS = "the arguments are not a JSON object"
-"""The ``input_error`` of a finished tool call whose arguments do not parse."""
-CUT_OFF_ARGUMENTS = "the reply ended before the arguments were complete"
-"""The ``input_error`` of a tool call the reply ended in the middle of."""
-OUTPUT_LIMIT_ARGUMENTS = (
-    "the reply reached its output limit (max_tokens) before the arguments were complete"
-)
-"""A call cut off by the output limit (docs/contract.md §2): expected, so not reported."""
+__all__ = [
+    "CUT_OFF_ARGUMENTS",
+    "INVALID_ARGUMENTS",
+    "NO_EVENTS",
+    "OUTPUT_LIMIT_ARGUMENTS",
+    "MessageBuilder",
+    "Warn",
+]
 
 
 def _ignore(*args: Any, **kwargs: Any) -> None:
     return None
 
 
-class MessageBuilder(WholeBlocks):
+class MessageBuilder(ToolCalls, WholeBlocks):
     """One message's blocks and events.
 
     ``warn`` reports content dropped on the way in (a block type the canonical model has no
@@ -158,13 +164,7 @@ class MessageBuilder(WholeBlocks):
         for block in self._blocks:
             if block.held:
                 self._flush(block)
-        cut = _limited(stop)
-        if self._open_tool is not None:
-            # A cut-off stream leaves arguments truncated: expected, so no WARN for them.
-            self._end_tool(self._open_tool, None, partial=stop.kind in _ABRUPT, cut=cut)
-        if self._waiting is not None:
-            last = self._waiting.index == len(self._blocks) - 1
-            self._settle(self._waiting, OUTPUT_LIMIT_ARGUMENTS if cut and last else None)
+        self._end_calls(stop)
         if (self.usage_unknown or not self.usage_reported) and self._estimate_input_tokens:
             self._usage[0] = self._estimate_input_tokens()
             self.usage_estimated = True
@@ -246,39 +246,6 @@ class MessageBuilder(WholeBlocks):
         block.parts.append(data)
         self._events.append(ThinkingDelta(block.index, "", redacted_data=data))
 
-    def tool_start(self, key: Hashable, tool_id: str, name: str) -> None:
-        block = self._open(key, TOOL)
-        block.tool_id = tool_id = clean(tool_id)
-        block.name = name = clean(name)
-        self._open_tool = block
-        self._events.append(ToolUseStart(block.index, tool_id, name))
-
-    def tool_input(self, key: Hashable, fragment: str) -> None:
-        block = self._by_key.get(key)
-        if block is None or block.kind != TOOL:
-            self.warn("tool_use", f"input fragment for unknown tool block {key!r}")
-            return
-        if block.ended:
-            self.warn("tool_use", f"input fragment after tool {block.tool_id!r} ended")
-            return
-        if block.held or not fragment.isascii():
-            fragment = self._unicode(block, fragment)
-        fragment = block.add_input(fragment)
-        if fragment:
-            self._events.append(ToolUseInputDelta(block.index, block.tool_id, fragment))
-
-    def tool_end(self, key: Hashable, final_input: dict[str, Any] | None = None) -> None:
-        """End a tool; ``final_input`` is the provider's authoritative input, when it has one."""
-        block = self._by_key.get(key)
-        if block is not None and block.kind == TOOL and not block.ended:
-            self._end_tool(block, final_input, partial=False)
-
-    def close(self, key: Hashable) -> None:
-        """The provider closed a block: for a tool that is its end, otherwise nothing."""
-        block = self._by_key.get(key)
-        if block is not None and block.kind == TOOL and not block.ended:
-            self._end_tool(block, None, partial=False)
-
     def opaque(
         self, key: Hashable, kind: str, item: dict[str, Any], place: str | None = None
     ) -> None:
@@ -338,50 +305,11 @@ class MessageBuilder(WholeBlocks):
             self.start()
         if self._blocks and self._blocks[-1].held:
             self._flush(self._blocks[-1])
-        if self._open_tool is not None:
-            self._end_tool(self._open_tool, None, partial=False)
-        if self._waiting is not None:  # another block follows: the call was not cut off
-            self._settle(self._waiting, None)
+        self._before_next_block()
         block = Block(kind, len(self._blocks))
         self._blocks.append(block)
         self._by_key[key] = block
         return block
-
-    def _end_tool(
-        self, block: Block, final_input: dict[str, Any] | None, partial: bool, cut: bool = False
-    ) -> None:
-        """End a tool call. One whose input may be unfinished waits for the reply's stop
-        reason (its ``tool.use_end`` with it): the last block of a reply stopped by the output
-        limit was cut off (docs/contract.md §2)."""
-        if self._waiting is not None:  # a call before this one: not the one cut off
-            self._settle(self._waiting, None)
-        if block.held:
-            self._flush(block)
-        block.ended = True
-        if self._open_tool is block:
-            self._open_tool = None
-        block.read_input(final_input)
-        cut = block.index == len(self._blocks) - 1 and (cut or _limited(self.stop_reason))
-        if block.doubtful and not (partial or cut):
-            self._waiting = block
-            return
-        self._settle(
-            block, CUT_OFF_ARGUMENTS if partial else OUTPUT_LIMIT_ARGUMENTS if cut else None
-        )
-
-    def _settle(self, block: Block, stopped_early: str | None) -> None:
-        """Emit the end of a tool call; ``stopped_early`` says why its arguments, if doubtful,
-        are unfinished (None: the reply went on, so they are what the model wrote)."""
-        if self._waiting is block:
-            self._waiting = None
-        if block.doubtful and stopped_early is not None:
-            block.input_error = stopped_early
-        elif block.unparsed is not None:
-            block.input_error = INVALID_ARGUMENTS
-        final_input = block.final_input or {}
-        self._events.append(
-            ToolUseEnd(block.index, block.tool_id, block.name, final_input, block.input_error)
-        )
 
     def final_content(self) -> list[ContentBlock]:
         return final_content(self._blocks, self._raw, self.provider, self.model)
@@ -392,7 +320,3 @@ def _clean_stop(reason: StopReason | None) -> StopReason | None:
     if reason is None or reason.raw is None or reason.raw.isascii():
         return reason
     return reason.model_copy(update={"raw": clean(reason.raw)})
-
-
-def _limited(reason: StopReason | None) -> bool:
-    return reason is not None and reason.kind is StopKind.MAX_TOKENS

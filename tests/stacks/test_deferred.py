@@ -131,7 +131,11 @@ def test_the_codec_settings_of_every_built_in_stack_file_are_valid() -> None:
     codec on first use instead of when the adapter is built (metis/stacks/deferred.py)."""
     for name in builtin_stacks():
         _parsed_builtin(name)
-    assert {codec for codec, _ in _PACKAGED_SETTINGS} == {"schema", "openai_responses"}
+    assert {codec for codec, _ in _PACKAGED_SETTINGS} == {
+        "schema",
+        "openai_responses",
+        "openai_chat",
+    }
     for codec, settings in _PACKAGED_SETTINGS:
         check_codec_settings(codec, settings)
 

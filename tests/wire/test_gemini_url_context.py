@@ -133,3 +133,22 @@ def test_the_fetches_go_to_gemini_as_nothing_and_elsewhere_as_text() -> None:
     assert texts[0] == ANSWER
     assert texts[1].startswith('[web_fetch {"url": "https://www.foodnetwork.com')
     assert texts[2].endswith("failed: URL_RETRIEVAL_STATUS_ERROR")
+
+
+def test_an_entry_naming_no_url_keeps_its_status_and_one_not_an_object_is_reported() -> None:
+    """python-genai's ``UrlMetadata.retrieved_url`` is optional: an entry without it is still
+    a fetch Gemini made, its status what became of it; never silently left out."""
+    unnamed = {"urlRetrievalStatus": "URL_RETRIEVAL_STATUS_UNSAFE"}
+    metadata = {"urlMetadata": [unnamed, *URL_CONTEXT["urlMetadata"][:1]]}
+    content, _ = read(chunk(ANSWER, finish=True, urlContextMetadata=metadata), streamed=False)
+    _, call, result, named_call, _ = content
+    assert isinstance(call, ServerToolCallBlock) and (call.name, call.input) == (WEB_FETCH, {})
+    assert isinstance(result, ServerToolResultBlock) and result.tool_call_id == call.id
+    assert (result.error, result.search_results) == ("URL_RETRIEVAL_STATUS_UNSAFE", None)
+    assert call.provider_raw is not None and call.provider_raw.data == {"urlMetadata": unnamed}
+    assert named_call.input == {"url": URL_CONTEXT["urlMetadata"][0]["retrievedUrl"]}
+    warned: list[str] = []
+    builder = MessageBuilder("gemini", MODEL, lambda kind, *a, **k: warned.append(kind))
+    odd = chunk(ANSWER, finish=True, urlContextMetadata={"urlMetadata": ["not an entry"]})
+    final = list(codec.parse_body(odd, builder))[-1].final_content
+    assert warned == ["urlMetadata"] and [b.type for b in final] == ["text"]

@@ -127,3 +127,35 @@ def test_the_parts_go_back_verbatim_to_their_model_and_as_text_elsewhere() -> No
     parts = body["contents"][1]["parts"]
     assert "executableCode" not in str(parts) and "sig" not in str(parts)
     assert parts[0]["text"].startswith('[code_execution {"code": "print(2 + 2)"')
+
+
+def test_grounding_chunks_of_every_kind_are_citations_and_another_kind_is_reported() -> None:
+    """python-genai ``GroundingChunk``: ``web``, ``maps``, ``image`` (its page ``sourceUri``),
+    ``retrievedContext`` (File Search or RAG: a document); one of no known kind is a WARN."""
+    place = {"uri": "https://maps.google.com/?cid=1", "title": "Cafe", "placeId": "p1"}
+    picture = {"sourceUri": "https://a.example/page", "imageUri": "https://a.example/i.png"}
+    document = {"title": "handbook.pdf", "text": "Leave is 25 days.", "fileSearchStore": "s/1"}
+    chunks = [{"maps": place}, {"image": picture}, {"retrievedContext": document}, {"holo": {}}]
+    supports = [{"segment": {"text": "Spain"}, "groundingChunkIndices": [0, 1, 2, 3]}]
+    grounding = {"groundingChunks": chunks, "groundingSupports": supports}
+    warned: list[str] = []
+    builder = MessageBuilder("gemini", MODEL, lambda kind, *a, **k: warned.append(kind))
+    body = response({"text": ANSWER}, grounding=grounding)
+    (text,) = list(codec.parse_body(copy.deepcopy(body), builder))[-1].final_content
+    assert [(c.kind, c.url, c.title, c.cited_text) for c in text.citations] == [
+        ("url", place["uri"], "Cafe", "Spain"),
+        ("url", picture["sourceUri"], None, "Spain"),
+        ("document", None, "handbook.pdf", "Spain"),
+    ]
+    assert text.citations[2].provider_raw.data["source"] == "retrievedContext"
+    assert warned == ["groundingChunks"]
+
+
+def test_a_recited_source_naming_no_uri_is_still_a_citation() -> None:
+    source = {"startIndex": 0, "endIndex": 5, "license": "mit"}
+    body = response({"text": ANSWER})
+    body["candidates"][0]["citationMetadata"] = {"citationSources": [source, source]}
+    (text,) = read(body)
+    (cited,) = text.citations
+    assert (cited.kind, cited.url) == ("url", None)
+    assert cited.provider_raw is not None and cited.provider_raw.data == {"citation": source}

@@ -282,12 +282,36 @@ def test_chat_annotations_read_as_citations_whole_and_streamed() -> None:
     )  # fmt: skip
 
 
-def test_chat_annotations_of_another_shape_are_passed_over() -> None:
+def test_chat_annotations_of_another_shape_are_passed_over_with_a_warn_each() -> None:
     model = "openai:gpt-4o-search-preview"
     body = copy.deepcopy(CHAT_BODY)
     body["choices"][0]["message"]["annotations"] = ["odd", {"type": "file_path"}]  # type: ignore[index]
-    (text,) = read_body(body, chat, model)
+    warned: list[str] = []
+    builder = MessageBuilder("openai", model, lambda kind, message, **k: warned.append(message))
+    (text,) = checked(list(chat.parse_body(body, builder)))
     assert text.citations is None
+    assert warned == [
+        "openai_chat annotation 'odd' has no canonical form",
+        "openai_chat annotation file_path has no canonical form",
+    ]
+
+
+def test_a_responses_annotation_of_an_unknown_kind_is_passed_over_with_a_warn() -> None:
+    odd = {"type": "quote_citation", "start_index": 0, "end_index": 2}
+    message = {**MESSAGE, "content": [{**MESSAGE["content"][0], "annotations": [odd]}]}  # type: ignore[index]
+    stream = responses_stream()
+    stream[-3]["annotation"] = odd
+    stream[-2]["item"] = message
+    stream[-1]["response"] = {**RESPONSE, "output": [SEARCH, CODE, message]}
+    said = "openai_responses annotation 'quote_citation' has no canonical form"
+    warned: list[str] = []
+    builder = MessageBuilder("openai_responses", MODEL, lambda k, m, **_: warned.append(m))
+    (*_, text) = checked(list(responses.parse_body(stream[-1]["response"], builder)))
+    assert warned == [said] and text.citations is None
+    warned.clear()
+    parser = responses.stream_parser(MessageBuilder("openai_responses", MODEL, builder.warn))
+    (*_, streamed) = checked([e for obj in stream for e in parser.feed(obj)] + list(parser.end()))
+    assert warned == [said] and streamed == text
 
 
 def test_perplexity_takes_domain_filters_and_lists_its_sources() -> None:

@@ -7,6 +7,15 @@ stack's ``encode`` settings, beside :class:`~metis.wire.openai_chat.encode.Reaso
 - xAI's ``completion_tokens`` leaves out ``completion_tokens_details.reasoning_tokens`` where
   OpenAI's includes them (its usage objects: ``total_tokens`` is prompt + completion +
   reasoning): ``reasoning_tokens_apart`` adds them, so ``output_tokens`` is the billed total.
+- Text Generation Inference 1.4.0 to 1.4.3 number a stream's one choice by the token's place in
+  the stream (``index`` 2, 3, 4, ...; server.rs ``ChatCompletionChunk::new``): ``one_choice``
+  reads every chunk's first choice as the reply's.
+- Text Generation Inference 1.4.0 to 2.0.1 stream the end-of-sequence token's own text (``</s>``)
+  as the content of the chunk that ends with ``eos_token`` (server.rs leaves a special token's
+  text out from 2.0.2): ``end_token_text`` leaves that content out.
+- Text Generation Inference 1.4.3 to 3.1 stream a tool call as its grammar's JSON, naming no
+  function: ``grammar_tool_calls`` reads it when the reply ends
+  (:mod:`metis.wire.openai_chat.grammar_calls`).
 """
 
 from __future__ import annotations
@@ -24,6 +33,9 @@ class ChatQuirks(BaseModel):
 
     thinking_switch: bool = False
     reasoning_tokens_apart: bool = False
+    one_choice: bool = False
+    end_token_text: bool = False
+    grammar_tool_calls: bool = False
 
 
 NAMES = frozenset(ChatQuirks.model_fields)

@@ -71,7 +71,8 @@ _STOPS = {
 CONTENT, REASONING_DETAILS = "content", "reasoning_details"
 """Where an opaque block of this dialect goes back: a ``content`` chunk or a
 ``reasoning_details`` entry of the assistant message."""
-_FORCED_TOOL = StopReason(kind=StopKind.TOOL_USE, raw="stop")
+_ENDS = {raw: StopReason(kind=StopKind.TOOL_USE, raw=raw) for raw in ("stop", "eos_token")}
+"""A reply's end (TGI 1.4 to 2.2's: ``eos_token``) that holds calls: the calls end it."""
 
 
 def read_content(
@@ -180,8 +181,8 @@ def stop_reason(
         return StopReason(kind=StopKind.TOOL_USE if calls else StopKind.END_TURN, raw=raw)
     if raw == "stop" and refused:
         return StopReason(kind=StopKind.REFUSAL, raw=raw, explanation=words or None)
-    if raw == "stop" and calls:  # what compatible servers answer to a named tool_choice
-        return _FORCED_TOOL
+    if raw in _ENDS and calls:  # what compatible servers answer to a named tool_choice
+        return _ENDS[raw]
     known = _STOPS.get(raw) if raw is not None else None
     if known is not None and known.kind is StopKind.TOOL_USE and not calls:
         return StopReason(kind=StopKind.END_TURN, raw=raw)  # nothing to run: the turn ended

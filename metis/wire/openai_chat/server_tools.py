@@ -13,6 +13,7 @@ https://docs.perplexity.ai/guides/search-domain-filters.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from metis.core.suggest import did_you_mean
@@ -20,6 +21,7 @@ from metis.model.citation import Citation, TextSpan
 from metis.model.content import ProviderRaw
 from metis.model.request import CanonicalRequest
 from metis.model.server_tools import DIALECTS, ProviderTool, ServerToolLike, WebSearch
+from metis.wire.builder import MessageBuilder
 from metis.wire.codec import EncodeContext, refuse_request
 
 
@@ -87,14 +89,18 @@ def _perplexity(tool: WebSearch, call: EncodeContext) -> dict[str, Any]:
 # Reading ---------------------------------------------------------------------------------
 
 
-def annotation_citations(annotations: Any) -> list[Citation]:
-    """``message.annotations`` (or a delta's) as citations."""
+def annotation_citations(
+    annotations: Any, unread: Callable[[str], None] | None = None
+) -> list[Citation]:
+    """``message.annotations`` (or a delta's) as citations; ``unread`` is told the type of
+    each annotation that is no URL citation (none has a canonical form)."""
     out = []
     for annotation in annotations if isinstance(annotations, list) else []:
-        if not isinstance(annotation, dict) or annotation.get("type") != "url_citation":
-            continue
-        cited = annotation.get("url_citation")
-        if not isinstance(cited, dict):
+        cited = annotation.get("url_citation") if isinstance(annotation, dict) else None
+        if not isinstance(cited, dict) or annotation.get("type") != "url_citation":
+            if unread is not None:
+                kind = annotation.get("type") if isinstance(annotation, dict) else None
+                unread(str(kind) if kind is not None else repr(annotation))
             continue
         start, end = cited.get("start_index"), cited.get("end_index")
         span = None
@@ -110,6 +116,14 @@ def annotation_citations(annotations: Any) -> list[Citation]:
             )
         )
     return out
+
+
+def unread(builder: MessageBuilder, kind: str) -> None:
+    """An annotation of ``kind`` left out of the reply, said (docs/contract.md §12)."""
+    builder.warn(
+        "annotation", f"openai_chat annotation {kind} has no canonical form",
+        message_id=builder.message_id,
+    )  # fmt: skip
 
 
 def source_list(body: dict[str, Any]) -> list[Citation]:

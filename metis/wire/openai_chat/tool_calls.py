@@ -19,8 +19,9 @@ from metis.errors import ProtocolError
 from metis.wire.builder import MessageBuilder
 from metis.wire.freeform import CLOSING, OPENING, text_fragment
 from metis.wire.openai_chat.errors import dump
+from metis.wire.openai_chat.grammar_calls import GrammarCall
 from metis.wire.openai_chat.read import tool_call_id
-from metis.wire.read import malformed, object_value, optional_list, optional_text
+from metis.wire.read import malformed, object_value, optional_text
 
 CUSTOM_RAW = {"type": "custom"}
 """Kept on a custom call's block: it goes back as a custom call (encode.py)."""
@@ -88,10 +89,13 @@ class _Call:
 class StreamedToolCalls:
     """The tool calls of one streamed reply; ``keys`` are the builder keys of those told."""
 
-    __slots__ = ("_builder", "_by_index", "_head", "_waiting", "custom", "keys")
+    __slots__ = ("_builder", "_by_index", "_grammar", "_head", "_waiting", "custom", "keys")
 
-    def __init__(self, builder: MessageBuilder) -> None:
+    def __init__(self, builder: MessageBuilder, grammar: bool = False) -> None:
+        """``grammar``: a fragment naming no function, before any call, is TGI's grammar
+        text (:mod:`metis.wire.openai_chat.grammar_calls`)."""
         self._builder = builder
+        self._grammar = GrammarCall() if grammar else None
         self._by_index: dict[Any, _Call] = {}
         self._head: _Call | None = None  # the call last told, still taking fragments
         self._waiting: list[_Call] = []  # calls started while the head was unfinished
@@ -100,7 +104,7 @@ class StreamedToolCalls:
 
     @property
     def any(self) -> bool:
-        return bool(self.keys or self._waiting)
+        return bool(self.keys or self._waiting or (self._grammar and self._grammar.pieces))
 
     def fragment(self, item: dict[str, Any]) -> None:
         """One ``delta.tool_calls[]`` entry."""
@@ -108,6 +112,9 @@ class StreamedToolCalls:
         custom = item.get("type") == "custom" or "custom" in item
         field = "custom" if custom else "function"
         function = object_value(item.get(field) or {}, f"delta.tool_calls[].{field}")
+        if self._grammar is not None and not self._by_index and function.get("name") is None:
+            self._grammar.add(arguments(function.get("arguments")))
+            return
         call = self._by_index.get(index)
         if call is None or (tool_id and tool_id != call.tool_id):
             # A new call; so is an index reused with another id (some compatible servers
@@ -130,6 +137,10 @@ class StreamedToolCalls:
     def tell_all(self) -> None:
         """The reply ended (or stopped): every waiting call is told, in order."""
         self._tell_waiting(force=True)
+        if self._grammar is not None and (named := self._grammar.take()) is not None:
+            name, text = named
+            self._tell(_Call(None, tool_call_id({}), name, custom=False))
+            self._builder.tool_input(self.keys[-1], text)
 
     def _sign(self, call: _Call, signature: str) -> None:
         call.signature = signature
@@ -185,11 +196,21 @@ def message_calls(message: dict[str, Any]) -> list[Any]:
     """A whole message's ``tool_calls``; failing those, deprecated function calling's one
     ``function_call`` (it has no id: the reader mints one) as a function call. One with no
     name and no arguments is none (Snowflake Cortex fills every field, ``""`` when unused)."""
-    calls = optional_list(message, "tool_calls", "message")
+    calls = listed(message.get("tool_calls"), "message.tool_calls")
     if not calls and (legacy := message.get("function_call")) is not None:
         legacy = object_value(legacy, "message.function_call")
         return [{"type": "function", "function": legacy}] if _said(legacy) else []
     return calls
+
+
+def listed(value: Any, where: str) -> list[Any]:
+    """A ``tool_calls`` field: its list, or its one call as a list (Text Generation Inference
+    1.4.0 to 1.4.3 send a whole reply's call as an object, 1.4.3 to 3.1 a fragment)."""
+    if value is None or value.__class__ is list:
+        return value or []
+    if value.__class__ is dict:
+        return [value]
+    raise malformed(where, "a list", value)
 
 
 def legacy_fragment(delta: dict[str, Any]) -> dict[str, Any] | None:

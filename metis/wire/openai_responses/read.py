@@ -176,8 +176,11 @@ class ResponsesParser:
         elif kind == _TEXT_DELTA:  # reached only when the hot path refused it
             builder.text(index, required_text(obj, "delta", kind))
         elif kind == "response.output_text.annotation.added":
-            found = server.citation(required_object(obj, "annotation", kind))
-            if found is not None and builder.has_block(index):
+            annotation = required_object(obj, "annotation", kind)
+            found = server.citation(annotation)
+            if found is None:
+                server.unread(builder, annotation)
+            elif builder.has_block(index):
                 builder.citation(index, found)
         elif kind == "response.refusal.delta":
             self._refusal.append((index, required_text(obj, "delta", kind)))
@@ -263,7 +266,7 @@ class ResponsesParser:
                 self._refusal.append((index, optional_text(part, "refusal", where) or ""))
             if text:
                 self._builder.text(index, text)
-            for found in server.part_citations(part, offset, where):
+            for found in server.part_citations(part, offset, where, self._builder):
                 self._builder.citation(index, found)
             offset += len(text or "")
 

@@ -130,14 +130,29 @@ def add_server_blocks(builder: MessageBuilder, index: int, item: dict[str, Any])
     return True
 
 
-def part_citations(part: dict[str, Any], offset: int, where: str) -> list[Citation]:
+def part_citations(
+    part: dict[str, Any], offset: int, where: str, builder: MessageBuilder
+) -> list[Citation]:
     """An ``output_text`` part's annotations as citations (``offset``: where the part starts
-    in the block's text)."""
-    found = [
-        citation(object_value(annotation, f"{where}.annotations[]"), offset)
-        for annotation in list_value(part.get("annotations") or [], f"{where}.annotations")
-    ]
-    return [c for c in found if c is not None]
+    in the block's text); one of a kind that cites nothing is said to ``builder``."""
+    found = []
+    for annotation in list_value(part.get("annotations") or [], f"{where}.annotations"):
+        annotation = object_value(annotation, f"{where}.annotations[]")
+        cited = citation(annotation, offset)
+        if cited is None:
+            unread(builder, annotation)
+        else:
+            found.append(cited)
+    return found
+
+
+def unread(builder: MessageBuilder, annotation: dict[str, Any]) -> None:
+    """An annotation of a kind that cites nothing, left out of the reply: said."""
+    builder.warn(
+        "annotation",
+        f"openai_responses annotation {annotation.get('type')!r} has no canonical form",
+        message_id=builder.message_id,
+    )
 
 
 def _source(source: dict[str, Any]) -> SearchResult:

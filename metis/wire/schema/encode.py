@@ -4,7 +4,8 @@ Each content block is rendered with its template; a block with no template (an i
 schema has no ``image_template``, say) is dropped whole with one ``call.warn_dropped``. Files
 and the media of tool results are rendered by :mod:`metis.wire.schema.files`. Tool results need
 the called tool's name on some wires (``{tool_name}``), found by id in the request's own
-history, else by position among the calls of the assistant turn before.
+history, else by position among the calls of the assistant turn before. The body's own fields
+(tools, tool choice, sampling...) are :mod:`metis.wire.schema.body`'s.
 """
 
 from __future__ import annotations
@@ -38,14 +39,12 @@ from metis.model.content import (
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest
 from metis.wire.codec import EncodeContext
-from metis.wire.encoded_messages import sent_schema
-from metis.wire.knobs.sampling import sampling_fields
 from metis.wire.media import Attachment, cannot_carry
 from metis.wire.opaque import sent_back
+from metis.wire.schema.body import body_values, merge
 from metis.wire.schema.compiled import Compiled
 from metis.wire.schema.files import file_parts, result_media
 from metis.wire.schema.paths import OMIT, set_path
-from metis.wire.schema.thinking import thinking_values
 from metis.wire.server_replay import messages_for_provider
 
 log = logging.getLogger("metis")
@@ -105,9 +104,9 @@ class Encoder:
         elif system:
             self._prepend(turns, system)
         set_path(body, self._messages_key, [self._render_turn(t) for t in self._merged(turns)])
-        rendered = self.s.body.render(self._body_values(request, call))
+        rendered = self.s.body.render(body_values(self.s, request, call))
         if isinstance(rendered, dict):
-            _merge(body, rendered)
+            merge(body, rendered)
         return body
 
     # Messages --------------------------------------------------------------------------------
@@ -331,47 +330,6 @@ class Encoder:
         self._add_text(turn, system)
         turns.insert(0, turn)
 
-    # The body --------------------------------------------------------------------------------
-
-    def _body_values(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
-        tools = [
-            self.s.tool.render(
-                {
-                    "name": tool.name,
-                    "description": tool.description or None,
-                    "input_schema": sent_schema(tool.input_schema),
-                }
-            )
-            for tool in request.tools
-        ]
-        choice: Any = None
-        if request.tools and request.tool_choice is not None:
-            template = self.s.choices[request.tool_choice.type]
-            if template is not None:
-                choice = template.render({"name": request.tool_choice.name})
-            else:
-                log.warning(
-                    "%s takes no tool_choice %r; the provider's default applies",
-                    call.provider,
-                    request.tool_choice.type,
-                )
-        schema = request.output_schema
-        title = schema.get("title") if schema else None
-        return {
-            "model": call.wire_model,
-            "stream": bool(request.stream),
-            "max_output_tokens": request.max_output_tokens,
-            "temperature": request.temperature,
-            "stop_sequences": list(request.stop_sequences) or None,
-            "output_schema": schema,
-            "output_schema_name": title if isinstance(title, str) and title else "output",
-            **thinking_values(request.thinking),
-            **sampling_fields(request),
-            "parallel_tool_calls": request.parallel_tool_calls,
-            "tools": [t for t in tools if t is not OMIT] or None,
-            "tool_choice": None if choice is OMIT else choice,
-        }
-
 
 def _call_values(block: ToolUseBlock) -> dict[str, Any]:
     return {
@@ -389,11 +347,3 @@ def _tool_names(request: CanonicalRequest) -> dict[str, str]:
         for block in message.content
         if isinstance(block, ToolUseBlock)
     }
-
-
-def _merge(target: dict[str, Any], extra: dict[str, Any]) -> None:
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(target.get(key), dict):
-            _merge(target[key], value)
-        else:
-            target[key] = value

@@ -6,31 +6,27 @@ Code execution answers with model parts ``executableCode{language, code, id?}`` 
 API) a search or URL fetch shows as ``toolCall{id, toolType, args}`` and ``toolResponse{id,
 toolType, response}`` parts. Each becomes a server tool's call or result keeping its part (and
 any ``thoughtSignature`` on it) to go back verbatim to the model that made it. A candidate's
-``groundingMetadata`` (usually on the last chunk) becomes citations: each of its
-``groundingSupports`` cites the ``groundingChunks`` it names, for the span of the reply its
-``segment`` gives, and its ``webSearchQueries`` count as web searches in the usage as Google
-bills them: one a query from Gemini 3, one a grounded reply before (Gemini's pricing page).
-Its ``urlContextMetadata`` (the URL context tool's, output only) becomes a ``web_fetch`` call
-and result per URL read (the result's page, or the retrieval status as its ``error``), unless
-the reply showed the fetches as ``toolCall`` parts already. Its ``citationMetadata`` (the
-sources a reply recites: Vertex's ``citations``, the Gemini API's ``citationSources``) makes a
-URL citation of each, once however many chunks repeat it. Gemini takes no part for them back
-(nor does its own SDK send the metadata again), so to Gemini they go as nothing; elsewhere as
-their text projection. Sources: python-genai ``types.py`` (``GoogleSearch``,
+``groundingMetadata`` (usually on the last chunk) and ``citationMetadata`` become citations
+(:mod:`metis.wire.schema.gemini_grounding`); the grounding's ``webSearchQueries`` count as web
+searches in the usage as Google bills them: one a query from Gemini 3, one a grounded reply
+before (Gemini's pricing page). Its ``urlContextMetadata`` (the URL context tool's, output only)
+becomes a ``web_fetch`` call and result per ``urlMetadata`` entry (the result's page, or the
+retrieval status as its ``error``; an entry naming no URL keeps its status, with no URL),
+unless the reply showed the fetches as ``toolCall`` parts already. Gemini takes no part for
+them back (nor does its own SDK send the metadata again), so to Gemini they go as nothing;
+elsewhere as their text projection. Sources: python-genai ``types.py`` (``GoogleSearch``,
 ``UrlContext``, ``ToolCodeExecution``, ``ExecutableCode``, ``CodeExecutionResult``, ``Outcome``,
-``ToolCall``, ``ToolResponse``, ``GroundingMetadata``, ``GroundingChunk``, ``GroundingSupport``,
-``Segment``, ``UrlContextMetadata``, ``UrlMetadata``, ``UrlRetrievalStatus``, ``CitationMetadata``,
-``Citation``).
+``ToolCall``, ``ToolResponse``, ``UrlContextMetadata``, ``UrlMetadata``, ``UrlRetrievalStatus``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Hashable
+from functools import partial
 from typing import Any
 
 from metis.errors import CapabilityError
-from metis.model.citation import Citation, TextSpan
 from metis.model.content import ProviderRaw
 from metis.model.request import CanonicalRequest
 from metis.model.response import ServerToolRequests
@@ -51,12 +47,14 @@ from metis.model.server_tools import (
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import EncodeContext
 from metis.wire.read import malformed
+from metis.wire.schema.gemini_grounding import citations, recited
 
 _TOOL_TYPES = {"GOOGLE_SEARCH_WEB": WEB_SEARCH, "URL_CONTEXT": WEB_FETCH}
 _OK = "OUTCOME_OK"
 _URL_READ = "URL_RETRIEVAL_STATUS_SUCCESS"
 _COMBINES = re.compile(r"^gemini-(?:[3-9]|[1-9][0-9])")  # the wire models that mix tools
 _SHOWN = "includeServerSideToolInvocations"
+_PLACE = ("uri", "startIndex", "endIndex", "title", "license")  # one recited source
 
 
 def declarations(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, Any]]:
@@ -195,8 +193,8 @@ class GeminiParts:
             self._url_context = url_context
         recited = first.get("citationMetadata")  # Vertex's citations, the API's citationSources
         for source in _list(recited, "citations") or _list(recited, "citationSources"):
-            if isinstance(source, dict) and isinstance(source.get("uri"), str):
-                place = (source["uri"], str(source.get("startIndex")), str(source.get("endIndex")))
+            if isinstance(source, dict):
+                place = tuple(str(source.get(key)) for key in _PLACE)
                 self._recited.setdefault(place, source)
 
     def finish(self, builder: MessageBuilder, text_key: Hashable) -> None:
@@ -207,21 +205,17 @@ class GeminiParts:
                 billed = 1 if _BILLED_PER_PROMPT.search(builder.model) else searches
                 builder.usage(server_tools=ServerToolRequests(web_search=billed))
             text = builder.text_of(text_key)
-            for cited in citations(self._grounding, text):
+            for cited in citations(self._grounding, text, partial(_unread, builder)):
                 builder.citation(text_key, cited)
         for source in self._recited.values():
-            title = source.get("title")
-            raw = ProviderRaw(provider="gemini", data={"citation": source})
-            recited = Citation(
-                kind="url", url=source["uri"], title=title if isinstance(title, str) else None,
-                provider_raw=raw,
-            )  # fmt: skip
-            builder.citation(text_key, recited)
+            builder.citation(text_key, recited(source))
         if self._url_context is not None and WEB_FETCH not in self._names.values():
             for number, entry in enumerate(_list(self._url_context, "urlMetadata"), 1):
-                if isinstance(entry, dict) and isinstance(entry.get("retrievedUrl"), str):
+                if isinstance(entry, dict):
                     for block in url_fetch(entry, f"url_context_{number}"):
                         builder.server_tool(("url_context", number, block.type), block)
+                else:
+                    _unread(builder, repr(entry), "urlMetadata")
 
     def _call(
         self, given_id: Any, name: str, input_: dict[str, Any], raw: ProviderRaw
@@ -240,18 +234,27 @@ class GeminiParts:
         return self._last_call or f"server_{self._calls}"
 
 
+def _unread(builder: MessageBuilder, what: str, kind: str = "groundingChunks") -> None:
+    builder.warn(
+        kind, f"gemini {kind} entry {what} has no canonical form", message_id=builder.message_id
+    )
+
+
 def url_fetch(
     entry: dict[str, Any], call_id: str
 ) -> tuple[ServerToolCallBlock, ServerToolResultBlock]:
-    """A ``urlMetadata`` entry as the fetch it reports: its call and its result."""
-    url, status = entry["retrievedUrl"], entry.get("urlRetrievalStatus")
+    """A ``urlMetadata`` entry as the fetch it reports: its call and its result (with no URL
+    where the entry names none: its status is still what became of the fetch)."""
+    url, status = entry.get("retrievedUrl"), entry.get("urlRetrievalStatus")
+    url = url if isinstance(url, str) else None
     raw = ProviderRaw(provider="gemini", data={"urlMetadata": entry})
-    call = ServerToolCallBlock(id=call_id, name=WEB_FETCH, input={"url": url}, provider_raw=raw)
+    given = {"url": url} if url is not None else {}
+    call = ServerToolCallBlock(id=call_id, name=WEB_FETCH, input=given, provider_raw=raw)
     read = status == _URL_READ
     result = ServerToolResultBlock(
         tool_call_id=call_id,
         name=WEB_FETCH,
-        search_results=[SearchResult(url=url)] if read else None,
+        search_results=[SearchResult(url=url)] if read and url is not None else None,
         error=None if read else str(status or "URL_RETRIEVAL_STATUS_UNSPECIFIED"),
         provider_raw=raw,
     )
@@ -272,53 +275,6 @@ def _code_result(ran: dict[str, Any], call_id: str, raw: ProviderRaw) -> ServerT
     return ServerToolResultBlock(
         tool_call_id=call_id, name=CODE_EXECUTION, code_output=code, error=error, provider_raw=raw
     )
-
-
-def citations(grounding: dict[str, Any], text: str) -> list[Citation]:
-    """``groundingMetadata`` as citations of ``text``: one per supported segment and chunk,
-    else (no supports) one per web chunk."""
-    chunks = [
-        c.get("web") if isinstance(c, dict) else None for c in _list(grounding, "groundingChunks")
-    ]
-    out: list[Citation] = []
-    supports = _list(grounding, "groundingSupports")
-    for support in supports:
-        segment = support.get("segment") if isinstance(support, dict) else None
-        span, quoted = _span(segment if isinstance(segment, dict) else {}, text)
-        for index in _list(support, "groundingChunkIndices"):
-            web = chunks[index] if isinstance(index, int) and 0 <= index < len(chunks) else None
-            if isinstance(web, dict):
-                out.append(_web(web, support, span, quoted))
-    if not supports:
-        out = [_web(web, {}, None, None) for web in chunks if isinstance(web, dict)]
-    return out
-
-
-def _web(
-    web: dict[str, Any], support: dict[str, Any], span: TextSpan | None, quoted: str | None
-) -> Citation:
-    uri, title = web.get("uri"), web.get("title")
-    return Citation(
-        kind="url",
-        url=uri if isinstance(uri, str) else None,
-        title=title if isinstance(title, str) else None,
-        cited_text=quoted,
-        span=span,
-        provider_raw=ProviderRaw(provider="gemini", data={"support": support, "chunk": web}),
-    )
-
-
-def _span(segment: dict[str, Any], text: str) -> tuple[TextSpan | None, str | None]:
-    """The segment's span of ``text``: where its text is, else its offsets (UTF-8 bytes)."""
-    quoted = segment.get("text") if isinstance(segment.get("text"), str) else None
-    if quoted and (at := text.find(quoted)) >= 0:
-        return TextSpan(start=at, end=at + len(quoted)), quoted
-    start, end = segment.get("startIndex", 0), segment.get("endIndex")
-    if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end:
-        data = text.encode()
-        first = len(data[:start].decode(errors="ignore"))
-        return TextSpan(start=first, end=len(data[:end].decode(errors="ignore"))), quoted
-    return None, quoted
 
 
 def _list(obj: Any, key: str) -> list[Any]:
