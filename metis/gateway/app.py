@@ -51,6 +51,7 @@ from metis.gateway.responses_kept import stored_responses
 from metis.gateway.routed import Routed
 from metis.gateway.service import Gateway, error_reply, request_id
 from metis.gateway.store import RedisResponseStore, owner_of
+from metis.gateway.tracing import spans_nowhere
 
 log = logging.getLogger("metis.gateway")
 JSON = "application/json"
@@ -247,6 +248,8 @@ def _lifespan(
                 group.start_soon(shared.keep_writing)
             for line in gateway.models.unconfigured():
                 log.warning("gateway %s", line, extra={"event": "metis.gateway.unconfigured"})
+            if (nowhere := spans_nowhere(gateway.tracer)) is not None:
+                log.warning("%s", nowhere, extra={"event": "metis.gateway.spans_nowhere"})
             if getattr(app.state, "serving", False):
                 stack.callback(await readied(gateway, app))
             state["ready"] = True
