@@ -45,6 +45,7 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 1 
         "tests/gateway/test_gateway_compact.py",
         "tests/gateway/test_gateway_compaction.py",
         "tests/gateway/test_gateway_counting.py",
+        "tests/gateway/test_gateway_effort_on_chat.py",
         "tests/gateway/test_gateway_embeddings.py",
         "tests/gateway/test_gateway_failure_metrics.py",
         "tests/gateway/test_gateway_faults_answers.py",
