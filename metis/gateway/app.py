@@ -23,6 +23,7 @@ from metis.errors import AdapterError, ConfigError
 from metis.gateway.access import note_asked
 from metis.gateway.ahead import soon
 from metis.gateway.anthropic_api import check_version
+from metis.gateway.base_url_said import base_url_said
 from metis.gateway.body import parse_body, read_raw
 from metis.gateway.compact import COMPACT, compact
 from metis.gateway.config import GatewayConfig
@@ -207,7 +208,7 @@ async def _no_route(request: Request, exc: Exception) -> Response:
     error: AdapterError = (
         MethodNotAllowedError(f"Method Not Allowed ({where})")
         if status == 405
-        else RouteNotFoundError(f"Invalid URL ({where})")
+        else RouteNotFoundError(f"Invalid URL ({where}){base_url_said(request.url.path[:200])}")
     )
     failed = error_reply("anthropic" if anthropic else "chat", error, request_id())
     headers = {**failed.headers, **(getattr(exc, "headers", None) or {})}
