@@ -1,6 +1,6 @@
 FROM python:3.12-slim
 COPY . /src
-RUN pip install --no-cache-dir '/src[serve]'
+RUN pip install --no-cache-dir '/src[serve,redis]'
 COPY examples/gateway.yaml /etc/metis/gateway.yaml
 EXPOSE 4000
 CMD ["metis", "serve", "--config", "/etc/metis/gateway.yaml", "--host", "0.0.0.0", "--workers", "2"]

@@ -164,8 +164,14 @@ class GatewayConfig:
             from metis.gateway.tracing import tracer_for
             from metis.telemetry.otel import OpenTelemetrySink
 
-            tracer = tracer_for(tracer_provider)
-            registry_kwargs.setdefault("telemetry", OpenTelemetrySink(tracer_provider))
+            try:
+                tracer = tracer_for(tracer_provider)
+                registry_kwargs.setdefault("telemetry", OpenTelemetrySink(tracer_provider))
+            except ImportError:  # as a redis_url without the redis extra
+                raise ConfigError(
+                    f"{source}: gateway.opentelemetry: spans need the OpenTelemetry API: pip "
+                    "install 'metis[otel]'"
+                ) from None
         registry_kwargs.setdefault("make_client", upstream_client)
         registry = Registry.from_dict(data, source, environ=environ, **registry_kwargs)
         _check_key_models(settings.keys, registry, source)

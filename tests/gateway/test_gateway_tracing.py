@@ -4,12 +4,15 @@ as its children; in-memory exporter, emulator upstream."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import httpx
 import pytest
 
+from metis.errors import ConfigError
 from metis.gateway.app import create_app
+from metis.gateway.config import GatewayConfig
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_config
 
@@ -121,3 +124,18 @@ async def test_spans_asked_for_with_no_tracer_provider_anywhere_are_said_at_star
         said.append([r.getMessage() for r in caplog.records if "tracer provider" in r.getMessage()])
     assert said[1] == [] and len(said[0]) == 1
     assert "opentelemetry-instrument --" in said[0][0]
+
+
+def test_spans_asked_for_without_the_otel_extra_are_refused_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As a ``redis_url`` without the redis extra is: a ``ConfigError`` naming
+    ``gateway.opentelemetry`` as the file loads, which `metis serve` says in one line (it
+    said ``internal error: ImportError``)."""
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # not installed
+    with pytest.raises(ConfigError) as refused:
+        GatewayConfig.from_dict({"gateway": {"opentelemetry": True}}, environ={})
+    assert str(refused.value) == (
+        "<inline>: gateway.opentelemetry: spans need the OpenTelemetry API: pip install "
+        "'metis[otel]'"
+    )
