@@ -21,7 +21,7 @@ def unpriced(specs: list[KeySpec], registry: Registry) -> list[str]:
     }
     lines = []
     for spec in specs:
-        if not spec.budget_usd:  # none, or 0: every request refused, priced or not
+        if not spec.budget_usd:  # no budget, or 0 (every request refused, priced or not)
             continue
         missing = sorted(
             model for model in _reached(spec, ids, registry) if price(model, PROBE) is None
