@@ -42,10 +42,12 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 1 
     file: "official SDKs"
     for file in (
         "tests/gateway/test_gateway_azure.py",
+        "tests/gateway/test_gateway_base_url_said.py",
         "tests/gateway/test_gateway_call_signatures.py",
         "tests/gateway/test_gateway_compact.py",
         "tests/gateway/test_gateway_compaction.py",
         "tests/gateway/test_gateway_counting.py",
+        "tests/gateway/test_gateway_effort_on_chat.py",
         "tests/gateway/test_gateway_embeddings.py",
         "tests/gateway/test_gateway_failure_metrics.py",
         "tests/gateway/test_gateway_faults_answers.py",

@@ -23,6 +23,7 @@ from metis.errors import AdapterError, ConfigError
 from metis.gateway.access import note_asked
 from metis.gateway.ahead import soon
 from metis.gateway.anthropic_api import check_version
+from metis.gateway.base_url_said import base_url_said
 from metis.gateway.body import parse_body, read_raw
 from metis.gateway.call_signatures import RedisCallSignatures
 from metis.gateway.compact import COMPACT, compact
@@ -52,6 +53,7 @@ from metis.gateway.responses_kept import stored_responses
 from metis.gateway.routed import Routed
 from metis.gateway.service import Gateway, error_reply, request_id
 from metis.gateway.store import RedisResponseStore, owner_of
+from metis.gateway.tracing import spans_nowhere
 
 log = logging.getLogger("metis.gateway")
 JSON = "application/json"
@@ -207,7 +209,7 @@ async def _no_route(request: Request, exc: Exception) -> Response:
     error: AdapterError = (
         MethodNotAllowedError(f"Method Not Allowed ({where})")
         if status == 405
-        else RouteNotFoundError(f"Invalid URL ({where})")
+        else RouteNotFoundError(f"Invalid URL ({where}){base_url_said(request.url.path[:200])}")
     )
     failed = error_reply("anthropic" if anthropic else "chat", error, request_id())
     headers = {**failed.headers, **(getattr(exc, "headers", None) or {})}
@@ -249,6 +251,8 @@ def _lifespan(
                 group.start_soon(shared.keep_writing)
             for line in gateway.models.unconfigured():
                 log.warning("gateway %s", line, extra={"event": "metis.gateway.unconfigured"})
+            if (nowhere := spans_nowhere(gateway.tracer)) is not None:
+                log.warning("%s", nowhere, extra={"event": "metis.gateway.spans_nowhere"})
             if getattr(app.state, "serving", False):
                 stack.callback(await readied(gateway, app))
             state["ready"] = True

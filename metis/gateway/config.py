@@ -3,6 +3,7 @@ client must give, and the limits of each request."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,9 +15,12 @@ from metis.core.config_files import config_error, read_yaml
 from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError
 from metis.gateway.keys import Keys, KeySpec
+from metis.gateway.unpriced import unpriced
 from metis.gateway.upstream_pool import upstream_client
 from metis.registry.file import RegistryFile
 from metis.registry.registry import Registry
+
+log = logging.getLogger("metis.gateway")
 
 
 class MetricsSettings(BaseModel):
@@ -164,11 +168,19 @@ class GatewayConfig:
             from metis.gateway.tracing import tracer_for
             from metis.telemetry.otel import OpenTelemetrySink
 
-            tracer = tracer_for(tracer_provider)
-            registry_kwargs.setdefault("telemetry", OpenTelemetrySink(tracer_provider))
+            try:
+                tracer = tracer_for(tracer_provider)
+                registry_kwargs.setdefault("telemetry", OpenTelemetrySink(tracer_provider))
+            except ImportError:  # as a redis_url without the redis extra
+                raise ConfigError(
+                    f"{source}: gateway.opentelemetry: spans need the OpenTelemetry API: pip "
+                    "install 'metis[otel]'"
+                ) from None
         registry_kwargs.setdefault("make_client", upstream_client)
         registry = Registry.from_dict(data, source, environ=environ, **registry_kwargs)
         _check_key_models(settings.keys, registry, source)
+        for line in unpriced(settings.keys, registry):
+            log.warning("%s: %s", source, line, extra={"event": "metis.gateway.unpriced"})
         return cls(registry, settings, api_key, keys, tracer, metrics_key)
 
 

@@ -246,7 +246,9 @@ class Keys:
             raise shared_store_failed(doing, quiet)  # the log line says why, once
         if verdict == OVER_BUDGET:
             raise BudgetExceededError(
-                f"key {spec.name!r} has spent its budget of {spec.budget_usd:f} USD",
+                f"key {spec.name!r} has spent its budget of {spec.budget_usd:f} USD: retrying "
+                "will not help; the gateway's operator raises the key's budget_usd or resets "
+                "its spend",
                 provider_code="insufficient_quota",
                 retryable=False,  # spent until the operator raises it: x-should-retry: false
             )

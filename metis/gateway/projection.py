@@ -102,7 +102,7 @@ def _not_text(message: Message) -> bool:
 def _thinking(
     thinking: ThinkingConfig, caps: AdapterCapabilities, limit: int, dropped: list[str]
 ) -> ThinkingConfig | None:
-    if not caps.supports_thinking:
+    if not (caps.supports_thinking or caps.reasoning is not None):  # gpt-5 on Chat: an effort
         if thinking.effort != "none":  # asking a model that never reasons not to is no loss
             dropped.append("thinking (the model does not think aloud)")
         return None

@@ -120,7 +120,7 @@ READERS: dict[str, Callable[..., Inbound]] = {
 
 class Gateway:
     def __init__(self, config: GatewayConfig) -> None:
-        self.settings = config.settings
+        self.settings, self.tracer = config.settings, config.tracer
         self.api_key, self.metrics_key = config.api_key, config.metrics_key
         self.keys = config.keys
         self.models = ModelTable(config.registry, suggest=not config.keys.restrict_models())
@@ -141,7 +141,8 @@ class Gateway:
         is a key of this gateway, ``x-api-key`` first."""
         if self.api_key is None and not self.keys:
             return None
-        for given in given_keys(headers):
+        sent = given_keys(headers)
+        for given in sent:
             if not given:
                 continue
             if self.api_key and hmac.compare_digest(given.encode(), self.api_key.encode()):
@@ -151,7 +152,14 @@ class Gateway:
                 if (line := ACCESS.get()) is not None:
                     line.key = found.spec.name
                 return found
-        raise GatewayAuthError("invalid or missing API key for this gateway")
+        if not any(sent):
+            raise GatewayAuthError(
+                "no API key was sent: send this gateway's key as x-api-key or Authorization: Bearer"
+            )
+        raise GatewayAuthError(
+            "the API key sent is not a key of this gateway (a provider's own key is not one): "
+            "send the key this gateway's operator gave you"
+        )
 
     async def prepare(
         self, api: str, body: Any, owner: Owner, found: Target | None = None

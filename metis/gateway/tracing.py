@@ -26,6 +26,26 @@ def tracer_for(tracer_provider: Any = None) -> Any:
     return trace.get_tracer("metis.gateway", VERSION, tracer_provider=tracer_provider)
 
 
+def spans_nowhere(tracer: Any) -> str | None:
+    """What to say when ``tracer`` (the gateway's, None when spans are off) is the global
+    provider's and no provider was set in the process: the OpenTelemetry API alone records
+    nothing, so the spans would go nowhere without a word. None otherwise."""
+    if tracer is None:
+        return None
+    from opentelemetry import trace
+
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return None
+    if not isinstance(tracer, trace.ProxyTracer):
+        return None  # a provider given to GatewayConfig.load
+    return (
+        "gateway.opentelemetry is on but no tracer provider is set in this process, so its "
+        "spans go nowhere: run it as `opentelemetry-instrument -- metis serve ...` (pip "
+        "install opentelemetry-distro opentelemetry-exporter-otlp; the OTEL_* variables say "
+        'where to send them), or set one in code (docs/gateway.md, "Traces")'
+    )
+
+
 def _attributes(scope: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "http.request.method": scope.get("method", ""),

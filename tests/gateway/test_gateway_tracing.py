@@ -4,12 +4,15 @@ as its children; in-memory exporter, emulator upstream."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import httpx
 import pytest
 
+from metis.errors import ConfigError
 from metis.gateway.app import create_app
+from metis.gateway.config import GatewayConfig
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_config
 
@@ -97,5 +100,42 @@ async def test_a_passed_through_call_that_fails_ends_its_client_span_as_failed()
 
 def _provider(exporter: Any) -> Any:
     provider = sdk_trace.TracerProvider()
-    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    if exporter is not None:
+        provider.add_span_processor(export.SimpleSpanProcessor(exporter))
     return provider
+
+
+async def test_spans_asked_for_with_no_tracer_provider_anywhere_are_said_at_startup(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``opentelemetry: true`` with no provider given and none set in the process (the SDK
+    not configured: `metis serve` run without `opentelemetry-instrument --`) made spans that
+    went nowhere, without a word; it is said as the gateway starts, and not when a provider
+    is given."""
+    assert isinstance(trace_api.get_tracer_provider(), trace_api.ProxyTracerProvider)
+    unset = create_app(gateway_config(Emulator(), {"opentelemetry": True}))
+    given = create_app(gateway_config(Emulator(), {"opentelemetry": True}, _provider(None)))
+    said = []
+    for app in (unset, given):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="metis.gateway"):
+            async with app.router.lifespan_context(app):
+                pass
+        said.append([r.getMessage() for r in caplog.records if "tracer provider" in r.getMessage()])
+    assert said[1] == [] and len(said[0]) == 1
+    assert "opentelemetry-instrument --" in said[0][0]
+
+
+def test_spans_asked_for_without_the_otel_extra_are_refused_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As a ``redis_url`` without the redis extra is: a ``ConfigError`` naming
+    ``gateway.opentelemetry`` as the file loads, which `metis serve` says in one line (it
+    said ``internal error: ImportError``)."""
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # not installed
+    with pytest.raises(ConfigError) as refused:
+        GatewayConfig.from_dict({"gateway": {"opentelemetry": True}}, environ={})
+    assert str(refused.value) == (
+        "<inline>: gateway.opentelemetry: spans need the OpenTelemetry API: pip install "
+        "'metis[otel]'"
+    )
