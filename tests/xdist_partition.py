@@ -42,6 +42,7 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 1 
     file: "official SDKs"
     for file in (
         "tests/gateway/test_gateway_azure.py",
+        "tests/gateway/test_gateway_call_signatures.py",
         "tests/gateway/test_gateway_compact.py",
         "tests/gateway/test_gateway_compaction.py",
         "tests/gateway/test_gateway_counting.py",
@@ -64,7 +65,9 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 1 
         "tests/gateway/test_gateway_provider_param.py",
         "tests/gateway/test_gateway_pydantic_ai.py",
         "tests/gateway/test_gateway_reasoning_carried.py",
+        "tests/gateway/test_gateway_reasoning_followed.py",
         "tests/gateway/test_gateway_refusal_explained.py",
+        "tests/gateway/test_gateway_responses_failed.py",
         "tests/gateway/test_gateway_responses_kept.py",
         "tests/gateway/test_gateway_responses_owners.py",
         "tests/gateway/test_gateway_sampling.py",

@@ -12,6 +12,7 @@ from metis.errors import InvalidRequestError
 from metis.gateway.errors import ThreadUnsupportedError
 from metis.gateway.frames import Frame, framed
 from metis.gateway.inbound import (
+    MESSAGES_SAMPLING,
     Inbound,
     KeptIds,
     body_object,
@@ -19,7 +20,6 @@ from metis.gateway.inbound import (
     flag,
     model_name,
     optional_int,
-    optional_number,
     sampling,
     string_list,
     tool_definition,
@@ -96,8 +96,7 @@ def _frame(body: Mapping[str, Any]) -> Frame:
     choice = body.get("tool_choice")
     if choice is not None:
         fields.update(_tool_choice(choice))
-    if (temperature := optional_number(body, "temperature")) is not None:
-        fields["temperature"] = temperature
+    fields.update(sampling(body, ("temperature",), MESSAGES_SAMPLING))
     fields.update(sampling(_set(body, "top_p", "top_k"), ("top_p", "top_k")))
     if stops := string_list(body.get("stop_sequences"), "stop_sequences"):
         fields["stop_sequences"] = stops

@@ -24,6 +24,7 @@ from metis.gateway.access import note_asked
 from metis.gateway.ahead import soon
 from metis.gateway.anthropic_api import check_version
 from metis.gateway.body import parse_body, read_raw
+from metis.gateway.call_signatures import RedisCallSignatures
 from metis.gateway.compact import COMPACT, compact
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import recalled
@@ -241,6 +242,7 @@ def _lifespan(
                 client = await stack.enter_async_context(redis_client(url))
                 gateway.keys.ledger = RedisLedger(client)
                 gateway.stored = RedisResponseStore(client, gateway.settings.stored_seconds)
+                gateway.signatures = RedisCallSignatures(client, gateway.settings.stored_seconds)
                 gateway.models.share(client)
             group = await stack.enter_async_context(anyio.create_task_group())
             if shared is not None:

@@ -14,6 +14,7 @@ from metis.gateway.inbound import (
     body_object,
     effort_thinking,
     flag,
+    logit_bias,
     model_name,
     optional_int,
     sampling,
@@ -69,6 +70,7 @@ def read_chat(raw: Any, later: bool = False) -> Inbound:
         tool_and_sampling_fields(body, tools, chat_tool_choice(raw_choice, ignored, legacy))
     )
     fields.update(sampling(body, ("seed", "frequency_penalty", "presence_penalty")))
+    logit_bias(body.get("logit_bias"))
     if stops := string_list(body.get("stop"), "stop"):
         fields["stop_sequences"] = stops
     if (thinking := effort_thinking(body.get("reasoning_effort"), "reasoning_effort")) is not None:

@@ -103,40 +103,41 @@ def optional_int(body: Mapping[str, Any], key: str) -> int | None:
     return number
 
 
-def optional_number(body: Mapping[str, Any], key: str) -> float | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise InvalidRequestError(f"{key}: expected a number >= 0, got {value!r}"[:200])
-    try:
-        return float(value)
-    except OverflowError:  # an integer past any float: 1 followed by 400 zeros
-        raise InvalidRequestError(f"{key}: expected a number >= 0, got {value!r}"[:200]) from None
-
-
 SAMPLING_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "temperature": (0, 2),
     "top_p": (0, 1),
     "top_k": (1, None),
     "seed": (None, None),
     "frequency_penalty": (-2, 2),
     "presence_penalty": (-2, 2),
 }
-"""The sampling settings a served API may give beside ``temperature``, with the range its
-API reference gives each (``top_k`` and ``seed`` integers): the canonical request's own, so
-the library sends each to a model that takes it and names it where the model does not."""
+"""The sampling settings a served API may give, with the range OpenAI's API reference gives
+each (``top_k``, Anthropic's, and ``seed`` integers): the canonical request's own, so the
+library sends each to a model that takes it and names it where the model does not. A value
+the caller's own API refuses is refused (a 400 naming it); one it takes that the routed model
+does not is left out and named (metis/gateway/projection.py)."""
+
+MESSAGES_SAMPLING = {**SAMPLING_RANGES, "temperature": (0, 1)}
+"""The Messages API's: its temperature is 0 to 1 (Anthropic's API reference)."""
+LOGPROBS_RANGE = {"top_logprobs": (0, 20)}
+"""OpenAI's ``top_logprobs`` (Chat and Responses), an integer: no model is asked for it (it is
+left out and named), but a value OpenAI refuses is refused."""
 
 
-def sampling(body: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
-    """The request's ``names`` among :data:`SAMPLING_RANGES`, as canonical fields; a value
-    of the wrong type or outside its range is a 400 naming it, as the providers refuse it."""
+def sampling(
+    body: Mapping[str, Any],
+    names: tuple[str, ...],
+    ranges: Mapping[str, tuple[float | None, float | None]] = SAMPLING_RANGES,
+) -> dict[str, Any]:
+    """The request's ``names`` among ``ranges`` (the caller's API's), as canonical fields; a
+    value of the wrong type or outside its range is a 400 naming it, as that API refuses it."""
     fields: dict[str, Any] = {}
     for name in names:
         value = body.get(name)
         if value is None:
             continue
-        low, high = SAMPLING_RANGES[name]
-        integral = name in ("top_k", "seed")
+        low, high = ranges[name]
+        integral = name in ("top_k", "seed", "top_logprobs")
         number = whole_number(value) if integral else _finite(value)
         if (
             number is None
@@ -150,6 +151,20 @@ def sampling(body: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
             raise InvalidRequestError(f"{name}: expected {kind}{bounds}, got {value!r}"[:200])
         fields[name] = number
     return fields
+
+
+def logit_bias(raw: Any) -> None:
+    """Chat's ``logit_bias`` (left out and named: no canonical form) checked as OpenAI checks
+    it: an object of token ids to biases from -100 to 100."""
+    if raw is None:
+        return
+    if not isinstance(raw, Mapping):
+        raise InvalidRequestError(f"logit_bias: expected an object, got {type(raw).__name__}")
+    for token, bias in raw.items():
+        number = _finite(bias)
+        if number is None or not -100 <= number <= 100:
+            said = f"logit_bias: expected a number from -100 to 100 for {token!r}, got {bias!r}"
+            raise InvalidRequestError(said[:200])
 
 
 def _finite(value: Any) -> float | None:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from metis.errors import InvalidRequestError
-from metis.gateway.inbound import flag, optional_number, sampling
+from metis.gateway.inbound import LOGPROBS_RANGE, flag, sampling
 from metis.model.request import FreeformInput, ToolChoice, ToolDefinition
 
 _NAMED = {"auto": "auto", "required": "any", "none": "none"}
@@ -114,7 +114,8 @@ def tool_and_sampling_fields(
     body: Mapping[str, Any], tools: list[ToolDefinition], chosen: Choice
 ) -> dict[str, Any]:
     """The canonical fields Chat and Responses requests give alike: the tools (narrowed to
-    ``allowed_tools``), the tool choice, ``parallel_tool_calls``, ``temperature`` and ``top_p``."""
+    ``allowed_tools``), the tool choice, ``parallel_tool_calls``, ``temperature`` and ``top_p``
+    (``top_logprobs``, which no model is asked for, checked as OpenAI checks it)."""
     fields: dict[str, Any] = {}
     choice, allowed = chosen
     if allowed is not None:
@@ -125,9 +126,8 @@ def tool_and_sampling_fields(
         fields["tool_choice"] = choice
     if body.get("parallel_tool_calls") is not None:
         fields["parallel_tool_calls"] = flag(body, "parallel_tool_calls")
-    if (temperature := optional_number(body, "temperature")) is not None:
-        fields["temperature"] = temperature
-    fields.update(sampling(body, ("top_p",)))
+    fields.update(sampling(body, ("temperature", "top_p")))
+    sampling(body, ("top_logprobs",), LOGPROBS_RANGE)  # left out, but checked
     return fields
 
 

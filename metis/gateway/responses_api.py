@@ -266,5 +266,21 @@ class ResponseStream(BlockWriter):
             "code": error.get("code") or "server_error",
             "message": error.get("message", ""),
         }
-        failed["output"] = []
+        failed["output"] = self._written_so_far()
         return self._emit("response.failed", response=failed)
+
+    def _written_so_far(self) -> list[dict[str, Any]]:
+        """The output items a stream that failed had written: those closed, and the open one
+        with what its deltas gave, ``incomplete`` (as ``response.incomplete`` keeps it), so
+        a client reading the failed response finds the text it was streamed."""
+        if self.open_kind is None:
+            return list(self.items)
+        whole = "".join(self.buffer)
+        if self.open_kind == "text":
+            cut = text_item(whole, "incomplete", self.item["id"], self.cited)
+        elif self.open_kind == "tool":
+            cut = {**self.item, "status": "incomplete", "arguments": whole}
+        else:
+            written = bool(whole) and self.summarized
+            cut = {**self.item, "summary": [{"type": "summary_text", "text": whole}] * written}
+        return [*self.items, cut]

@@ -29,6 +29,12 @@ from metis.gateway import (
 from metis.gateway.access import ACCESS
 from metis.gateway.ahead import Ahead
 from metis.gateway.begun import begun
+from metis.gateway.call_signatures import (
+    CallSignatures,
+    SignatureStore,
+    keep_signed,
+    restore_signed,
+)
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import continued, remember
 from metis.gateway.errors import (
@@ -123,6 +129,7 @@ class Gateway:
         )
         self.metrics = Metrics()
         self.server_tools = ServerTools()
+        self.signatures: SignatureStore = CallSignatures()
 
     async def aclose(self) -> None:
         await self.models.aclose()
@@ -163,6 +170,8 @@ class Gateway:
             ids = given_ids(stored.ids if stored is not None else None, body.get("input"))
         if stored is not None:
             inbound.messages = [*stored.messages, *inbound.messages]
+        if api != "chat":  # a Chat client sends its calls' signatures back on them
+            inbound.messages = await restore_signed(self.signatures, owner, inbound.messages)
         target = found if found is not None and found.name == inbound.model else None
         target = target or self.models.resolve(inbound.model)
         own: dict[str, Any] = lone_instructions(inbound) if api != "anthropic" else {}
@@ -211,6 +220,8 @@ class Gateway:
         self.metrics.request(api, prepared.inbound.model, 200, elapsed)
         reported = prepared.reported + warnings_of(response)
         model = prepared.inbound.model
+        if api != "chat":
+            await keep_signed(self.signatures, prepared.owner, response.message.content)
         if api == "anthropic":
             body = anthropic_write.write_message(response, model)
         elif api == "chat":
@@ -300,6 +311,8 @@ class Gateway:
             while item is not None:
                 cut = isinstance(item, MessageComplete) and item.stop_reason.kind in FAILED_ENDINGS
                 if not cut:  # a stream cut short ends with its error event, not a normal end
+                    if isinstance(item, MessageComplete) and api != "chat":  # kept before told
+                        await keep_signed(self.signatures, prepared.owner, item.final_content)
                     yield writer.feed(item)
                 if isinstance(item, MessageComplete):
                     charged = streamed_model(prepared.request.model, item)

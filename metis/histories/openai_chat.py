@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import html
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -40,6 +41,7 @@ from metis.model.content import (
 )
 from metis.model.dicts import MessageDict
 from metis.model.media import AudioBlock, DocumentBlock, VideoBlock
+from metis.stages.policy.tool_shim.tags import RESULT, RESULT_CLOSE
 from metis.wire.builder import INVALID_ARGUMENTS
 from metis.wire.media import project_attachments
 from metis.wire.opaque import place_of
@@ -81,8 +83,14 @@ def from_openai_chat_turn(
         if item.get("function_call") is not None:
             content.append(_function_call(item["function_call"], where, ids, called))
         out.append(Message(role=Role.ASSISTANT, content=content))
-    elif role in ("tool", "function"):
-        _tool_result(out, item, where, _result_id(item, where, ids, called))
+    elif role == "tool":
+        _tool_result(out, item, where, ids(item.get("tool_call_id"), f"{where}.tool_call_id"))
+    elif role == "function":
+        name = text(item, "name", where)
+        if name in called:
+            _tool_result(out, item, where, called.pop(name))
+        else:
+            out.append(Message.user(_unpaired(name, item, where)))
     else:
         raise InvalidRequestError(
             f"{where}.role: expected system, developer, user, assistant, tool or function, "
@@ -108,15 +116,14 @@ def _function_call(raw: Any, where: str, ids: Ids, called: dict[str, str]) -> To
     return ToolUseBlock(id=called[name], name=name, input=given)
 
 
-def _result_id(item: Mapping[str, Any], where: str, ids: Ids, called: dict[str, str]) -> str:
-    if item.get("role") == "tool":
-        return ids(item.get("tool_call_id"), f"{where}.tool_call_id")
-    name = text(item, "name", where)
-    if name not in called:
-        raise InvalidRequestError(
-            f"{where}: a function result for {name!r} with no function_call before it"[:200]
-        )
-    return called.pop(name)
+def _unpaired(name: str, item: Mapping[str, Any], where: str) -> str:
+    """A ``role: function`` message no ``function_call`` before it asked for, which OpenAI
+    takes as the function's result all the same: the user's text, in the tool-result syntax
+    a model without tool calling reads (metis.stages.policy.tool_shim), since every API the
+    canonical form is written in pairs a tool result with its call (Chat's ``role: tool``
+    too)."""
+    content = _text(item.get("content"), where)
+    return f'{RESULT} name="{html.escape(name)}">{content}{RESULT_CLOSE}'
 
 
 def _parts(content: Any, where: str) -> list[ContentBlock]:

@@ -71,7 +71,9 @@ def tool_items(
             yield from reasoning(item) if reasoning is not None else ()
             following = items[i + 1] if i + 1 < len(items) else None
             led_to = following.get("type", "message") if isinstance(following, dict) else None
-            if not (isinstance(led_to, str) and led_to in _LED_TO):
+            if not (isinstance(led_to, str) and led_to in _LED_TO) or _unnamed_answer(
+                item, following
+            ):
                 yield Refusal(
                     f"Item '{item.get('id')}' of type 'reasoning' was provided without its "
                     "required following item.",
@@ -80,6 +82,19 @@ def tool_items(
     for call_id in calls:
         if call_id not in answered:
             yield Refusal(f"No tool output found for function call {call_id}.", "input")
+
+
+def _unnamed_answer(reasoning: dict[str, Any], following: Any) -> bool:
+    """Whether a reasoning item named by its ``id`` is followed by an assistant message with
+    none: OpenAI finds no item it led to and refuses it as one without its following item
+    (mastra-ai/mastra#11103: the same input with the message's ``id`` is taken)."""
+    return (
+        isinstance(reasoning.get("id"), str)
+        and isinstance(following, dict)
+        and following.get("type", "message") == "message"
+        and following.get("role") == "assistant"
+        and following.get("id") is None
+    )
 
 
 def chosen_function(body: dict[str, Any]) -> Iterator[Refusal]:

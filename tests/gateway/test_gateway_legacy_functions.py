@@ -26,8 +26,8 @@ ASKED = [{"role": "user", "content": "Weather in Rome?"}]
 
 
 @pytest.fixture(scope="module")
-def oai() -> Iterator[Any]:
-    with gateway_url(Emulator()) as url:
+def oai(emulator: Emulator) -> Iterator[Any]:
+    with gateway_url(emulator) as url:
         yield openai.OpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)
 
 
@@ -77,8 +77,6 @@ def test_the_reader_pairs_each_function_result_with_its_call() -> None:
     used, result = messages[1].content[0], messages[2].content[0]
     assert isinstance(used, ToolUseBlock) and isinstance(result, ToolResultBlock)
     assert used.input == {"a": 1} and result.tool_use_id == used.id
-    with pytest.raises(InvalidRequestError, match="no function_call before it"):
-        from_openai_chat([*ASKED, {"role": "function", "name": "f", "content": "x"}])
 
 
 def test_functions_read_as_tools_and_not_beside_them() -> None:
@@ -89,3 +87,53 @@ def test_functions_read_as_tools_and_not_beside_them() -> None:
     tool = {"type": "function", "function": WEATHER}
     with pytest.raises(InvalidRequestError, match="not both"):
         read_chat({**body, "tools": [tool]})
+
+
+UNPAIRED = [
+    {"role": "system", "content": "Use the result given."},
+    *ASKED,
+    {"role": "function", "name": "get_weather", "content": "Sunny, 24 C"},
+]
+"""A function's result with no ``function_call`` before it, as LangGraph and older clients
+send it (a ``FunctionMessage``): OpenAI takes it."""
+
+
+def test_the_reader_keeps_a_function_result_with_no_call_as_the_users_text() -> None:
+    """A ``role: function`` message no ``function_call`` asked for is the function's result
+    as text (every API the canonical form is written in pairs a tool result with its call),
+    not a 400; one with a call before it is still that call's result."""
+    messages = from_openai_chat(UNPAIRED)
+    assert [m.role.value for m in messages] == ["system", "user", "user"]
+    assert messages[2].text == '<tool_result name="get_weather">Sunny, 24 C</tool_result>'
+    paired = from_openai_chat(
+        [
+            *ASKED,
+            {"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}},
+            {"role": "function", "name": "f", "content": "done"},
+            {"role": "function", "name": "f", "content": [{"type": "text", "text": "again"}]},
+        ]
+    )
+    assert isinstance(paired[2].content[0], ToolResultBlock)
+    assert paired[3].text == '<tool_result name="f">again</tool_result>'
+
+
+@pytest.mark.parametrize(
+    ("model", "family"),
+    [("flash", "gemini"), ("sonnet", "anthropic"), ("haiku", "bedrock"), ("gpt", "openai")],
+)
+def test_a_function_result_with_no_call_reaches_every_model(
+    oai: Any, emulator: Emulator, model: str, family: str
+) -> None:
+    """Through the openai SDK: Gemini, Claude and Bedrock get the result as the user's text
+    (the gateway refused the request, 400), gpt as the client wrote it (passed through)."""
+    raw = oai.chat.completions.with_raw_response.create(
+        model=model, messages=UNPAIRED, functions=[WEATHER]
+    )
+    assert raw.parse().choices[0].message is not None
+    sent = json.dumps(emulator.bodies(family)[-1])
+    assert "Sunny, 24 C" in sent
+    if family == "openai":
+        assert raw.headers["x-metis-path"] == "pass-through"
+        assert emulator.bodies(family)[-1]["messages"][-1] == UNPAIRED[-1]
+    else:
+        assert '<tool_result name=\\"get_weather\\">Sunny, 24 C</tool_result>' in sent

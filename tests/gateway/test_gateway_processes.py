@@ -1,6 +1,7 @@
 """Two ``metis serve`` processes over one redis-server, an emulator upstream: one key's rate
-and one budget are enforced across both, and a Responses conversation started on one goes on
-on the other (slow: it starts two servers)."""
+and one budget are enforced across both, a Responses conversation started on one goes on
+on the other, and so does a Messages client's tool loop on Gemini 3 with its calls' thought
+signatures (slow: it starts two servers)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,10 @@ def _config(tmp_path: Path, upstream: str, redis_url: str) -> Path:
     ]
     data = {
         "adapters": {"gemini": {"type": "gemini", "base_url": upstream, "api_key_env": "UP_KEY"}},
-        "models": {"gemini:gemini-2.5-flash": {"adapter": "gemini", "aliases": ["flash"]}},
+        "models": {
+            "gemini:gemini-2.5-flash": {"adapter": "gemini", "aliases": ["flash"]},
+            "gemini:gemini-3-pro-preview": {"adapter": "gemini", "aliases": ["g3"]},
+        },
         "gateway": {"keys": keys, "redis_url": redis_url},
     }
     path = tmp_path / "gateway.yaml"
@@ -96,10 +100,26 @@ def test_two_gateway_processes_share_one_rate_one_budget_and_the_responses(
             started = ask(one, "any-key", "/v1/responses", input="Hi").json()
             more = {"input": "And?", "previous_response_id": started["id"]}
             assert ask(two, "any-key", "/v1/responses", **more).status_code == 200
+            _signed_across(upstream, lambda url, **body: ask(url, "any-key", **body), one, two)
         finally:
             for process, _ in servers:
                 process.terminate()
                 process.wait(timeout=60)
+
+
+def _signed_across(upstream: Emulator, ask: Any, one: str, two: str) -> None:
+    """A call Gemini 3 made through ``one`` goes back through ``two`` with its signature."""
+    weather = {"name": "get_weather", "input_schema": {"type": "object"}}
+    asked = [{"role": "user", "content": "Weather in Oslo?"}]
+    first = ask(one, model="g3", messages=asked, tools=[weather]).json()
+    call = next(block for block in first["content"] if block["type"] == "tool_use")
+    result = {"type": "tool_result", "tool_use_id": call["id"], "content": "cold"}
+    turns = [*asked, {"role": "assistant", "content": first["content"]}]
+    answer = ask(two, model="g3", messages=[*turns, {"role": "user", "content": [result]}])
+    assert answer.status_code == 200, answer.text
+    contents = upstream.bodies("gemini")[-1]["contents"]
+    part = next(p for c in contents for p in c["parts"] if "functionCall" in p)
+    assert part.get("thoughtSignature") not in (None, "skip_thought_signature_validator")
 
 
 def test_the_metrics_of_two_workers_are_one(tmp_path: Path, redis_url: str) -> None:

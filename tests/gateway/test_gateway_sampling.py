@@ -77,12 +77,6 @@ def test_a_sampling_value_outside_the_models_range_is_left_out_and_named(
     sent = emulator.bodies("anthropic")[-1]
     assert "temperature" not in sent and sent["top_p"] == 0.5
     assert raw.parse().choices[0].message.content == "You said: Hi"
-    with oai.chat.completions.with_streaming_response.create(
-        model="flash", messages=SAID, stream=True, extra_body={"temperature": 3.0}
-    ) as streamed:
-        assert "temperature 3 (the model takes 0 to 2)" in streamed.headers["x-metis-dropped"]
-        assert b'"finish_reason":"stop"' in streamed.read()
-    assert "temperature" not in emulator.bodies("gemini")[-1].get("generationConfig", {})
     raw = oai.responses.with_raw_response.create(model="haiku", input="Hi", temperature=1.25)
     assert raw.headers["x-metis-dropped"] == "temperature 1.25 (the model takes 0 to 1)"
     assert "temperature" not in emulator.bodies("bedrock")[-1].get("inferenceConfig", {})
@@ -96,6 +90,18 @@ def test_a_sampling_value_outside_the_models_range_is_left_out_and_named(
         ("chat", {"presence_penalty": 3}, "presence_penalty: expected a number from -2 to 2"),
         ("messages", {"top_k": 0}, "top_k: expected an integer from 1"),
         ("messages", {"top_p": "high"}, "top_p: expected a number"),
+        # each API's own temperature range: OpenAI's 0 to 2, Anthropic's 0 to 1
+        ("chat", {"temperature": 3.0}, "temperature: expected a number from 0 to 2, got 3.0"),
+        ("chat", {"temperature": -0.5}, "temperature: expected a number from 0 to 2"),
+        ("chat", {"temperature": "hot"}, "temperature: expected a number from 0 to 2"),
+        ("responses", {"temperature": 2.5}, "temperature: expected a number from 0 to 2"),
+        ("responses", {"top_p": 1.5}, "top_p: expected a number from 0 to 1"),
+        ("messages", {"temperature": 1.5}, "temperature: expected a number from 0 to 1, got 1.5"),
+        ("messages", {"temperature": True}, "temperature: expected a number from 0 to 1"),
+        ("chat", {"top_logprobs": 21}, "top_logprobs: expected an integer from 0 to 20"),
+        ("responses", {"top_logprobs": 1.5}, "top_logprobs: expected an integer from 0 to 20"),
+        ("chat", {"logit_bias": {"50256": -101}}, "logit_bias: expected a number from -100 to 100"),
+        ("chat", {"logit_bias": [1]}, "logit_bias: expected an object"),
     ],
 )
 def test_a_sampling_value_outside_its_range_is_the_sdks_bad_request(
@@ -104,10 +110,16 @@ def test_a_sampling_value_outside_its_range_is_the_sdks_bad_request(
     if api == "chat":
         with pytest.raises(openai.BadRequestError) as refused:
             oai.chat.completions.create(model="sonnet", messages=SAID, extra_body=given)
+    elif api == "responses":
+        with pytest.raises(openai.BadRequestError) as refused:
+            oai.responses.create(model="sonnet", input="Hi", extra_body=given)
     else:
         with pytest.raises(anthropic.BadRequestError) as refused:
             claude.messages.create(model="gpt", max_tokens=5, messages=SAID, extra_body=given)
     assert said in str(refused.value)
+    body = refused.value.body
+    kind = body["error"]["type"] if api == "messages" else body["type"]
+    assert (refused.value.status_code, kind) == (400, "invalid_request_error")
 
 
 def test_an_output_limit_lowered_is_named_as_the_client_named_it(oai: Any) -> None:
@@ -125,3 +137,39 @@ def test_an_output_limit_lowered_is_named_as_the_client_named_it(oai: Any) -> No
         model="sonnet", messages=SAID, max_tokens=10_000_000
     )
     assert raw.headers["x-metis-dropped"].startswith("max_tokens lowered from")
+
+
+def test_a_temperature_the_callers_api_refuses_is_refused_whichever_model_takes_it(
+    claude: Any, oai: Any, emulator: Emulator
+) -> None:
+    """A Chat client's temperature above OpenAI's 2 is refused as OpenAI refuses it (400
+    ``invalid_request_error`` naming ``temperature``), though Gemini takes up to 2 as well: it
+    was left out and the request answered, streamed or not, routed to Gemini. A Messages
+    client's above Anthropic's 1 is refused as Anthropic refuses it, though gpt takes it (it
+    was sent on)."""
+    sent = len(emulator.bodies("gemini"))
+    with pytest.raises(openai.BadRequestError) as refused:
+        oai.chat.completions.create(model="flash", messages=SAID, stream=True, temperature=3.0)
+    assert refused.value.status_code == 400
+    assert refused.value.body["type"] == "invalid_request_error"
+    assert refused.value.body["param"] == "temperature"
+    assert len(emulator.bodies("gemini")) == sent
+    with pytest.raises(anthropic.BadRequestError) as said:
+        claude.messages.create(
+            model="gpt", max_tokens=50, messages=SAID, extra_body={"temperature": 1.5}
+        )
+    assert said.value.body["error"]["type"] == "invalid_request_error"
+    reply = oai.chat.completions.create(model="flash", messages=SAID, temperature=2.0)
+    assert emulator.bodies("gemini")[-1]["generationConfig"]["temperature"] == 2.0
+    assert reply.choices[0].message.content == "You said: Hi"
+
+
+def test_logprobs_and_logit_bias_in_openais_range_are_left_out_and_named(oai: Any) -> None:
+    """No model is asked for them: in OpenAI's range they are named, not refused."""
+    raw = oai.chat.completions.with_raw_response.create(
+        model="flash", messages=SAID, logprobs=True, top_logprobs=20, logit_bias={"50256": -100}
+    )
+    dropped = raw.headers["x-metis-dropped"]
+    assert all(name in dropped for name in ("top_logprobs", "logit_bias"))
+    raw = oai.responses.with_raw_response.create(model="flash", input="Hi", top_logprobs=0)
+    assert "top_logprobs" in raw.headers["x-metis-dropped"]
