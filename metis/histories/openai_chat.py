@@ -51,6 +51,7 @@ from metis.wire.openai_chat.read import REASONING_DETAILS
 from metis.wire.openai_chat.server_tools import annotation_citations
 
 _EXPORT = Export(CHAT, "OpenAI Chat export")
+_IMPORT = "OpenAI Chat import"
 _CUSTOM = ProviderRaw(provider=CHAT, data={"type": "custom"})
 """A freeform tool's call: it goes back to Chat as one (docs/contract.md §10)."""
 
@@ -150,11 +151,18 @@ def _parts(content: Any, where: str) -> list[ContentBlock]:
     return blocks
 
 
-def _cited(blocks: list[ContentBlock], annotations: Any) -> list[ContentBlock]:
-    """The message's ``annotations`` (a stored reply's url citations) on its text."""
-    cited = annotation_citations(annotations)
+def _cited(blocks: list[ContentBlock], annotations: Any, where: str) -> list[ContentBlock]:
+    """The message's ``annotations`` (a stored reply's url citations) on its text; another
+    annotation, or citations with no one text to count their spans in, said and left out."""
+    at_annotations = f"{where}.annotations"
+    cited = annotation_citations(
+        annotations, lambda kind: dropped(f"annotation {kind}", at_annotations, _IMPORT)
+    )
     texts = [i for i, b in enumerate(blocks) if isinstance(b, TextBlock)]
-    if not cited or len(texts) != 1:  # spans count in the one text of the message
+    if cited and len(texts) != 1:  # spans count in the one text of the message
+        why = f"its spans count in one text; the message has {len(texts)}"
+        dropped("citation", at_annotations, _IMPORT, why)
+    if not cited or len(texts) != 1:
         return blocks
     at = texts[0]
     block = blocks[at]
@@ -171,9 +179,9 @@ def _assistant(item: Mapping[str, Any], where: str, ids: Ids) -> list[ContentBlo
     reasoning = item.get("reasoning_content") or item.get("reasoning")
     if isinstance(reasoning, str) and reasoning:
         blocks.append(ThinkingBlock(thinking=reasoning))
-    blocks.extend(_cited(_parts(item.get("content"), where), item.get("annotations")))
+    blocks.extend(_cited(_parts(item.get("content"), where), item.get("annotations"), where))
     if item.get("audio") is not None:  # a spoken reply OpenAI keeps, named by its id
-        dropped("audio", f"{where}.audio", "OpenAI Chat import", "an audio reply kept by id")
+        dropped("audio", f"{where}.audio", _IMPORT, "an audio reply kept by id")
     calls = item.get("tool_calls")
     for k, raw in enumerate(items(calls, f"{where}.tool_calls") if calls is not None else []):
         at = f"{where}.tool_calls[{k}]"

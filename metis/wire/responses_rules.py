@@ -57,7 +57,13 @@ def tool_items(
     answered: set[Any] = set()
     for i, item in enumerate(items):
         kind = item.get("type", "message") if isinstance(item, dict) else None
-        if kind in _CALLS:
+        if kind == "message" and i > 0 and _named_after_unnamed(items[i - 1], item):
+            yield Refusal(
+                f"Item '{item['id']}' of type 'message' was provided without its required "
+                "'reasoning' item.",
+                "input",
+            )
+        elif kind in _CALLS:
             calls[item.get("call_id")] = None
         elif kind in _OUTPUTS:
             call_id = item.get("call_id")
@@ -94,6 +100,20 @@ def _unnamed_answer(reasoning: dict[str, Any], following: Any) -> bool:
         and following.get("type", "message") == "message"
         and following.get("role") == "assistant"
         and following.get("id") is None
+    )
+
+
+def _named_after_unnamed(reasoning: Any, message: dict[str, Any]) -> bool:
+    """Whether an assistant message named by its ``id`` follows a reasoning item with none:
+    OpenAI ties the message to the reasoning item's id and refuses it without that id
+    (NousResearch/hermes-agent#97442, where OpenAI's message also names the reasoning item's
+    id, which the request no longer carries)."""
+    return (
+        isinstance(reasoning, dict)
+        and reasoning.get("type") == "reasoning"
+        and reasoning.get("id") is None
+        and message.get("role") == "assistant"
+        and isinstance(message.get("id"), str)
     )
 
 

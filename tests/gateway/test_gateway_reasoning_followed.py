@@ -72,3 +72,33 @@ def test_the_rule_names_the_reasoning_item_only_when_it_is_named_by_its_id() -> 
     unnamed = {"type": "reasoning", "summary": [], "encrypted_content": "x"}
     assert list(tool_items([ASKED, unnamed, answer])) == []
     assert list(tool_items([ASKED, named, {**answer, "id": "msg_1"}])) == []
+
+
+def test_a_named_message_after_an_unnamed_reasoning_item_is_refused_as_openai_refuses_it(
+    oai: Any,
+) -> None:
+    """The opposite case: the reasoning item sent back without its ``id`` (a stateless client's,
+    by its encrypted content) and the assistant message with its own. OpenAI ties the message
+    to the reasoning item's id and refuses it (NousResearch/hermes-agent#97442); passed
+    through, the gateway answers so; each with both ids, or with neither, is taken."""
+    first = oai.responses.create(
+        model="gpt5",
+        input=[ASKED],
+        reasoning={"effort": "low"},
+        store=False,
+        include=["reasoning.encrypted_content"],
+    )
+    reasoning, message = (item.model_dump(exclude_none=True) for item in first.output)
+    unnamed = {k: v for k, v in reasoning.items() if k != "id"}
+    said = {"role": "user", "content": "Hello"}
+    with pytest.raises(openai.BadRequestError) as refused:
+        oai.responses.create(model="gpt5", input=[ASKED, unnamed, message, said], store=False)
+    assert refused.value.body["message"] == (
+        f"Item '{message['id']}' of type 'message' was provided without its required "
+        "'reasoning' item."
+    )
+    assert refused.value.body["param"] == "input"
+    unnamed_answer = {k: v for k, v in message.items() if k != "id"}
+    for taken in ([reasoning, message], [unnamed, unnamed_answer]):
+        answer = oai.responses.create(model="gpt5", input=[ASKED, *taken, said], store=False)
+        assert answer.status == "completed"

@@ -218,6 +218,26 @@ def test_chat_citations_custom_calls_and_unknown_parts_import_as_canonical_block
     assert isinstance(refusal, OpaqueBlock) and refusal.kind == "refusal"
 
 
+def test_chat_annotations_a_history_cannot_carry_are_left_out_with_a_warn_each(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An annotation that is no url citation (none has a canonical form), and citations on a
+    message of two texts (their spans count in one), are said, as the reply readers say them."""
+    stored = copy.deepcopy(CHAT[:2])
+    stored[1]["annotations"] = [*CHAT[1]["annotations"], {"type": "file_path"}, "odd"]
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        (text, _call) = from_openai_chat(stored)[1].content
+    assert isinstance(text, TextBlock) and text.citations is not None
+    assert _lossy(caplog) == ["annotation file_path", "annotation 'odd'"]
+    assert "at messages[1].annotations" in caplog.records[0].getMessage()
+    caplog.clear()
+    stored[1]["content"] = [{"type": "text", "text": "Spain won "}, {"type": "text", "text": "."}]
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        (first, _second, _call) = from_openai_chat(stored)[1].content
+    assert isinstance(first, TextBlock) and first.citations is None
+    assert _lossy(caplog) == ["annotation file_path", "annotation 'odd'", "citation"]
+
+
 def test_a_chat_history_goes_back_to_chat_as_it_came() -> None:
     exported = to_openai_chat(from_openai_chat(copy.deepcopy(CHAT)))
     sent_call = exported[1]["tool_calls"][0]

@@ -192,6 +192,16 @@ async def test_a_broken_history_never_reaches_the_network() -> None:
         ),
         (
             "openai_responses",
+            {
+                "input": [
+                    {"type": "reasoning", "summary": [], "encrypted_content": "x"},
+                    {"type": "message", "role": "assistant", "id": "msg_1", "content": "4"},
+                ]
+            },
+            "Item 'msg_1' of type 'message' was provided without its required 'reasoning' item",
+        ),
+        (
+            "openai_responses",
             {"input": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
             "cannot be output_text",
         ),

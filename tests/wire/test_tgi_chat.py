@@ -19,6 +19,9 @@ structs and handlers (huggingface/text-generation-inference ``router/src/lib.rs`
   3.2; the ``id`` is 0 (1.4) or "0". Streamed, 1.4.3 to 3.1 send ``delta.tool_calls`` as one
   object naming no function, its ``arguments`` the grammar's JSON text token by token
   (``{"function": {"_name": ..., ...}}``); 3.2 on an OpenAI-like list, the name on the first.
+- 2.0.1 to 2.3.1 add a ``notify_error`` tool (``{"error": ...}``) to the grammar, for the
+  model to say it calls none; its call comes as any other (``infer.rs``, ``tool_grammar.rs``),
+  but a whole reply's in 2.3.1, which sends its error as the message's content.
 """
 
 from __future__ import annotations
@@ -173,3 +176,42 @@ def test_a_streamed_call_of_3_2_on_reads_as_openai_s() -> None:
     chunks.append(chunk(0, {"content": ""}, "stop"))
     (call,) = read(chunks, streamed=True).final_content
     assert isinstance(call, ToolUseBlock) and (call.name, call.input) == ("get_weather", ARGS)
+
+
+NOTICE = "Cannot get the weather: the request names no location."
+
+
+def test_a_whole_reply_s_notify_error_call_reads_as_its_text() -> None:
+    """TGI 2.0.1 to 2.3.0: the call of the grammar's own tool is the model saying it calls
+    none (2.3.1 sends it as the content, as read here); the turn ended."""
+    said = {"id": "0", "type": "function", "function": {"description": None,
+            "name": "notify_error", "arguments": {"error": NOTICE}}}  # fmt: skip
+    final = read(_whole({"content": None, "tool_calls": [said]}), streamed=False)
+    assert final.final_content == [TextBlock(text=NOTICE)]
+    assert (final.stop_reason.kind, final.stop_reason.raw) == (StopKind.END_TURN, "eos_token")
+
+
+def test_a_streamed_notify_error_call_reads_as_its_text() -> None:
+    wrapped = {"function": {"_name": "notify_error", "error": NOTICE}}
+    chunks = [
+        chunk(0, {"tool_calls": {"index": 0, "id": "", "type": "function",
+              "function": {"name": None, "arguments": t}}})
+        for t in _grammar_tokens(json.dumps(wrapped))
+    ]  # fmt: skip
+    chunks[-1]["choices"][0]["finish_reason"] = "eos_token"
+    final = read(chunks, streamed=True)
+    assert final.final_content == [TextBlock(text=NOTICE)]
+    assert (final.stop_reason.kind, final.stop_reason.raw) == (StopKind.END_TURN, "eos_token")
+
+
+def test_a_notify_error_call_with_no_message_stays_the_call_it_came_as() -> None:
+    """Nothing is lost where the call is not TGI's message: it is read as a call."""
+    wrapped = {"function": {"_name": "notify_error", "reason": NOTICE}}
+    fragment = {"index": 0, "id": "", "type": "function",
+                "function": {"name": None, "arguments": json.dumps(wrapped)}}  # fmt: skip
+    chunks = [chunk(0, {"tool_calls": fragment}, "eos_token")]
+    (call,) = read(chunks, streamed=True).final_content
+    assert isinstance(call, ToolUseBlock) and (call.name, call.input) == (
+        "notify_error",
+        {"reason": NOTICE},
+    )

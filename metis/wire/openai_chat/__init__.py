@@ -43,6 +43,7 @@ from metis.wire.openai_chat.encode import (
     user_messages,
 )
 from metis.wire.openai_chat.errors import body_error, chat_error, dump
+from metis.wire.openai_chat.grammar_calls import notified_error
 from metis.wire.openai_chat.quirks import NAMES as QUIRK_NAMES
 from metis.wire.openai_chat.quirks import NO_QUIRKS, ChatQuirks, reasoning_fields
 from metis.wire.openai_chat.read import (
@@ -198,6 +199,9 @@ class OpenAIChatCodec:
         refusal = optional_text(message, "refusal", "message")
         finish = optional_text(choice, "finish_reason", "choices[0]")
         calls = message_calls(message)
+        if self.quirks.notify_error_text and (said := notified_error(calls)) is not None:
+            builder.text(TEXT, said)  # TGI's notify_error call: the reply's text
+            calls = []
         native = choice.get("native_finish_reason")
         stop = stop_reason(finish, bool(refusal), bool(calls), native, refusal)
         if refusal and stop.explanation is None:  # not a refusal's end: the reply's text

@@ -16,6 +16,10 @@ stack's ``encode`` settings, beside :class:`~metis.wire.openai_chat.encode.Reaso
 - Text Generation Inference 1.4.3 to 3.1 stream a tool call as its grammar's JSON, naming no
   function: ``grammar_tool_calls`` reads it when the reply ends
   (:mod:`metis.wire.openai_chat.grammar_calls`).
+- Text Generation Inference 2.0.1 to 2.3.1 answer with a call of the grammar's own
+  ``notify_error`` tool when the model calls none of the request's: ``notify_error_text`` reads
+  its ``error`` as the reply's text, whole and streamed, as TGI means it
+  (:func:`~metis.wire.openai_chat.grammar_calls.notified_error`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class ChatQuirks(BaseModel):
     one_choice: bool = False
     end_token_text: bool = False
     grammar_tool_calls: bool = False
+    notify_error_text: bool = False
 
 
 NAMES = frozenset(ChatQuirks.model_fields)

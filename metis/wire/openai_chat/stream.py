@@ -41,8 +41,8 @@ class ChatStreamParser:
     """One streamed reply's ``chat.completion.chunk`` objects -> canonical events."""
 
     __slots__ = (
-        "_apart", "_audio", "_builder", "_calls", "_end_token", "_finished", "_index", "_one",
-        "_refusal", "_sources",
+        "_apart", "_audio", "_builder", "_calls", "_end_token", "_finished", "_index",
+        "_notify_error", "_one", "_refusal", "_sources",
     )  # fmt: skip
 
     def __init__(self, builder: MessageBuilder, quirks: ChatQuirks = NO_QUIRKS) -> None:
@@ -50,6 +50,7 @@ class ChatStreamParser:
         self._one = quirks.one_choice  # every chunk's first choice is the reply's
         self._end_token = quirks.end_token_text  # an eos_token chunk's text is the token's
         self._calls = StreamedToolCalls(builder, quirks.grammar_tool_calls)
+        self._notify_error = quirks.notify_error_text  # its call is the reply's text
         self._refusal: list[str] = []  # the refusal's words so far
         self._finished = False
         self._sources: list[Citation] = []  # a reply's source list, as the last chunk gave it
@@ -133,6 +134,7 @@ class ChatStreamParser:
         at all (Snowflake Cortex, as pydantic-ai's recordings show) is whole, ended by its
         tool calls or as a turn's end."""
         if not self._finished:
+            self._notified_as_text()
             kind = StopKind.TOOL_USE if self._calls.any else StopKind.END_TURN
             self._refused_as_text()
             self._finish_with(StopReason(kind=kind))
@@ -162,11 +164,18 @@ class ChatStreamParser:
             read_audio(builder, audio, self._audio, "delta")
 
     def _finish(self, reason: str, native: Any = None) -> None:
+        self._notified_as_text()
         words = "".join(self._refusal)
         stop = stop_reason(reason, bool(words), self._calls.any, native, words)
         if stop.explanation is None:
             self._refused_as_text()
         self._finish_with(stop)
+
+    def _notified_as_text(self) -> None:
+        """TGI's ``notify_error`` call, the reply's whole grammar text: its message is the
+        reply's text (metis/wire/openai_chat/grammar_calls.py)."""
+        if self._notify_error and (said := self._calls.notified_error()) is not None:
+            self._builder.text(TEXT, said)
 
     def _refused_as_text(self) -> None:
         """Refusal words of a reply that did not end as a refusal: the reply's text."""

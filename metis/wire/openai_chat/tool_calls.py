@@ -134,6 +134,11 @@ class StreamedToolCalls:
         if self._waiting:
             self._tell_waiting(force=False)
 
+    def notified_error(self) -> str | None:
+        """The message of the grammar's text when it is TGI's ``notify_error`` call, taken
+        (:meth:`GrammarCall.take_error`); None for anything else."""
+        return self._grammar.take_error() if self._grammar is not None else None
+
     def tell_all(self) -> None:
         """The reply ended (or stopped): every waiting call is told, in order."""
         self._tell_waiting(force=True)

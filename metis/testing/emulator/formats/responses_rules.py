@@ -76,7 +76,7 @@ def _check_items(body: dict[str, Any], call: Any) -> None:
             and strict
             and not opens_encrypted_content(SIGNATURE_KIND, content)
         ):
-            message = f"The encrypted content for item {item['id']} could not be verified."
+            message = f"The encrypted content for item {item.get('id')} could not be verified."
             yield Refusal(message, None, "invalid_encrypted_content")
         elif (
             not isinstance(content, str)

@@ -62,9 +62,17 @@ def check_anthropic(body: dict[str, Any], call: Any) -> None:
 
 
 def check_converse(body: dict[str, Any], call: Any) -> None:
+    """Strict schemas closed; for a Claude model, also what Anthropic's grammar compiler
+    refuses of them (:func:`compile_problem`), as Bedrock answers it: Claude's own words after
+    "The model returned the following errors: ", at the places of the Anthropic request
+    Bedrock made (``tools.1.custom``: BerriAI/litellm#39115; "Too many strict tools (73)":
+    pydantic/pydantic-ai#5579; over 24 optional parameters: strands-agents/harness-sdk#2664)."""
     tools = (body.get("toolConfig") or {}).get("tools") or []
+    strict: list[tuple[str, Any]] = []
+    anthropic_index = -1  # the tool's place among those Bedrock sends Claude (no cachePoint)
     for i, tool in enumerate(tools):
         spec = tool.get("toolSpec") if isinstance(tool, dict) else None
+        anthropic_index += isinstance(spec, dict)
         if isinstance(spec, dict) and spec.get("strict") is True:
             schema = (spec.get("inputSchema") or {}).get("json")
             if (where := open_object(schema)) is not None:
@@ -72,12 +80,20 @@ def check_converse(body: dict[str, Any], call: Any) -> None:
                     f"toolConfig.tools.{i}.toolSpec.inputSchema: a strict tool's objects must "
                     f"set additionalProperties to false (at {where})"
                 )
+            strict.append((f"tools.{anthropic_index}.custom", schema))
     schema = converse_output_schema(body)
     if schema is not None and (where := open_object(schema)) is not None:
         raise Refused(
             "outputConfig.textFormat.structure.jsonSchema.schema: an object must set "
             f"additionalProperties to false (at {where})"
         )
+    if "claude" not in str(getattr(call, "model", "")):
+        return
+    tools_strict = len(strict)
+    if schema is not None:
+        strict.insert(0, ("output_config.format.schema", schema))
+    if (problem := compile_problem(strict, tools_strict)) is not None:
+        raise Refused(f"The model returned the following errors: {problem}")
 
 
 def converse_output_schema(body: dict[str, Any]) -> dict[str, Any] | None:
