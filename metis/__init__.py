@@ -208,7 +208,7 @@ _EXPORTS: dict[str, str] = {
         ],
         "metis.telemetry",
     ),
-    **dict.fromkeys(["Tool", "arun_tools", "run_tools", "tool"], "metis.tools"),
+    **dict.fromkeys(["AnyTool", "Tool", "arun_tools", "run_tools", "tool"], "metis.tools"),
     "ToolError": "metis.tool_results",
 }
 """Every public name of ``metis``, and the module it is imported from on first use."""
@@ -239,24 +239,42 @@ __all__ = sorted(_EXPORTS)
 _load, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        warn_deprecated(f"metis.{name}", f"{_MOVED[name]}.{name}")
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    if name in _RENAMED:
-        warn_deprecated(f"metis.{name}", f"metis.{_RENAMED[name]}")
-        return __getattr__(_RENAMED[name])
-    if name in _EXPORTS or name[:1] == "_":
+if not TYPE_CHECKING:  # a type checker sees only the names imported below: metis.Sesion is an error
+
+    def __getattr__(name: str) -> Any:
+        if name in _MOVED:
+            warn_deprecated(f"metis.{name}", f"{_MOVED[name]}.{name}")
+            return getattr(importlib.import_module(_MOVED[name]), name)
+        if name in _RENAMED:
+            warn_deprecated(f"metis.{name}", f"metis.{_RENAMED[name]}")
+            return __getattr__(_RENAMED[name])
+        if name in _EXPORTS or name[:1] == "_":
+            return _load(name)
+        try:  # a subpackage, as the docs and errors name it: metis.telemetry.set_default_sink(...)
+            return importlib.import_module(f"metis.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"metis.{name}":
+                raise  # metis has the module; a library it needs (an extra) is not installed
         return _load(name)
-    try:  # a subpackage, as the docs and errors name it: metis.telemetry.set_default_sink(...)
-        return importlib.import_module(f"metis.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"metis.{name}":
-            raise  # metis has the module; a library it needs (an extra) is not installed
-    return _load(name)
 
 
 if TYPE_CHECKING:
+    # The subpackages a program reaches as attributes once it has `import metis` (which
+    # __getattr__ imports on first use): metis.histories.from_openai_chat(...).
+    from metis import (
+        adapter,
+        catalog,
+        cost,
+        errors,
+        histories,
+        model,
+        pipeline,
+        registry,
+        routing,
+        sessions,
+        telemetry,
+        tools,
+    )
     from metis.adapter import Adapter as Adapter
     from metis.adapter import ChatModel as ChatModel
     from metis.adapter import build_adapter as build_adapter
@@ -391,6 +409,7 @@ if TYPE_CHECKING:
     from metis.telemetry import TelemetrySink as TelemetrySink
     from metis.telemetry import ToolIdStoreFailed as ToolIdStoreFailed
     from metis.tool_results import ToolError as ToolError
+    from metis.tools import AnyTool as AnyTool
     from metis.tools import Tool as Tool
     from metis.tools import arun_tools as arun_tools
     from metis.tools import run_tools as run_tools
