@@ -76,8 +76,8 @@ def test_a_decorated_tool_keeps_its_signature_and_return_type(
     """Before, ``@metis.tool`` returned ``Any``: every ``assert_type`` failed, and the two
     ignores (a wrong argument, an unknown one) were reported as unused. A misspelt name of
     ``metis`` or of its lazy subpackages (``metis.Sesion``, ``from metis.model import Mesage``)
-    was ``Any`` to mypy, through their ``__getattr__``: its ignore was reported as unused, and ``list[metis.AnyTool]``,
-    a name ``metis`` did not have, passed as ``Any``."""
+    was ``Any`` to mypy, through their ``__getattr__``: its ignore was reported as unused,
+    and ``list[metis.AnyTool]``, a name ``metis`` did not have, passed as ``Any``."""
     snippet = tmp_path / "snippet.py"
     snippet.write_text(textwrap.dedent(SNIPPET), encoding="utf-8")
     root = request.config.rootpath
