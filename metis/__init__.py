@@ -14,11 +14,9 @@ writing stages and stacks (``Stage``, ``Call``, ``Pipeline``, ...) are in
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from metis.core.deprecation import warn_deprecated
-from metis.core.lazy_exports import lazy_exports
+from metis.core.lazy_exports import lazy_exports, package_getattr
 from metis.core.version import VERSION as __version__
 
 _EXPORTS: dict[str, str] = {
@@ -240,23 +238,7 @@ _load, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if not TYPE_CHECKING:  # a type checker sees only the names imported below: metis.Sesion is an error
-
-    def __getattr__(name: str) -> Any:
-        if name in _MOVED:
-            warn_deprecated(f"metis.{name}", f"{_MOVED[name]}.{name}")
-            return getattr(importlib.import_module(_MOVED[name]), name)
-        if name in _RENAMED:
-            warn_deprecated(f"metis.{name}", f"metis.{_RENAMED[name]}")
-            return __getattr__(_RENAMED[name])
-        if name in _EXPORTS or name[:1] == "_":
-            return _load(name)
-        try:  # a subpackage, as the docs and errors name it: metis.telemetry.set_default_sink(...)
-            return importlib.import_module(f"metis.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"metis.{name}":
-                raise  # metis has the module; a library it needs (an extra) is not installed
-        return _load(name)
-
+    __getattr__ = package_getattr(__name__, _EXPORTS, _load, _MOVED, _RENAMED)
 
 if TYPE_CHECKING:
     # The subpackages a program reaches as attributes once it has `import metis` (which
