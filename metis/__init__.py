@@ -14,11 +14,10 @@ writing stages and stacks (``Stage``, ``Call``, ``Pipeline``, ...) are in
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from metis.core.lazy_exports import lazy_exports
-from metis.core.moved_names import is_old, old_name
+from metis.core.lazy_exports import lazy_exports, package_getattr
+from metis.core.moved_names import MOVED, RENAMED
 from metis.core.version import VERSION as __version__
 
 _EXPORTS: dict[str, str] = {
@@ -208,7 +207,7 @@ _EXPORTS: dict[str, str] = {
         ],
         "metis.telemetry",
     ),
-    **dict.fromkeys(["Tool", "arun_tools", "run_tools", "tool"], "metis.tools"),
+    **dict.fromkeys(["AnyTool", "Tool", "arun_tools", "run_tools", "tool"], "metis.tools"),
     "ToolError": "metis.tool_results",
 }
 """Every public name of ``metis``, and the module it is imported from on first use."""
@@ -219,20 +218,26 @@ __all__ = sorted(_EXPORTS)
 _load, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
-def __getattr__(name: str) -> Any:
-    if is_old(name):  # moved or renamed: still here for one release
-        return old_name(name, __getattr__)
-    if name in _EXPORTS or name[:1] == "_":
-        return _load(name)
-    try:  # a subpackage, as the docs and errors name it: metis.telemetry.set_default_sink(...)
-        return importlib.import_module(f"metis.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"metis.{name}":
-            raise  # metis has the module; a library it needs (an extra) is not installed
-    return _load(name)
-
+if not TYPE_CHECKING:  # a type checker sees only the names imported below: metis.Sesion is an error
+    __getattr__ = package_getattr(__name__, _EXPORTS, _load, MOVED, RENAMED)
 
 if TYPE_CHECKING:
+    # The subpackages a program reaches as attributes once it has `import metis` (which
+    # __getattr__ imports on first use): metis.histories.from_openai_chat(...).
+    from metis import (
+        adapter,
+        catalog,
+        cost,
+        errors,
+        histories,
+        model,
+        pipeline,
+        registry,
+        routing,
+        sessions,
+        telemetry,
+        tools,
+    )
     from metis.adapter import Adapter as Adapter
     from metis.adapter import ChatModel as ChatModel
     from metis.adapter import build_adapter as build_adapter
@@ -367,6 +372,7 @@ if TYPE_CHECKING:
     from metis.telemetry import TelemetrySink as TelemetrySink
     from metis.telemetry import ToolIdStoreFailed as ToolIdStoreFailed
     from metis.tool_results import ToolError as ToolError
+    from metis.tools import AnyTool as AnyTool
     from metis.tools import Tool as Tool
     from metis.tools import arun_tools as arun_tools
     from metis.tools import run_tools as run_tools

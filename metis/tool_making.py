@@ -98,7 +98,8 @@ class Tool(Generic[P, R]):
 
 
 AnyTool = Tool[..., Any]
-"""A tool of any signature."""
+"""A tool of any signature: the type of a list of tools kept in a variable, which a type
+checker infers as ``list[object]`` when their signatures differ."""
 
 
 @overload

@@ -336,6 +336,8 @@ def build_adapter(
     (``{"region": "eu-west-1"}`` for Bedrock; docs/engine.md). A base URL without a scheme,
     or a setting the stack's kind does not have, is a ConfigError here; a missing key is a
     NotConfiguredError naming the variable when the first call is made, before it is sent.
+    ``init_on_first_call``: :meth:`init` runs before the first call (an Ollama server's checks,
+    and what its model can do), as entering ``async with`` runs it.
     """
     spec = stack if isinstance(stack, StackSpec) else load_stack(stack, registry)
     config = with_given(

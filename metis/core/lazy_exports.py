@@ -8,6 +8,8 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from metis.core.deprecation import warn_deprecated
+
 
 def lazy_exports(
     package: str, exports: Mapping[str, str], namespace: dict[str, Any]
@@ -35,3 +37,34 @@ def lazy_exports(
         return sorted(shown | set(exports))
 
     return load, names
+
+
+def package_getattr(
+    package: str,
+    exports: Mapping[str, str],
+    load: Callable[[str], Any],
+    moved: Mapping[str, str],
+    renamed: Mapping[str, str],
+) -> Callable[[str], Any]:
+    """A package's ``__getattr__``: ``exports`` by :func:`lazy_exports`' ``load``; a name
+    ``moved`` to another module (name -> module) or ``renamed`` (old -> new) still answers,
+    with a DeprecationWarning; a subpackage is imported when first read as an attribute
+    (``metis.telemetry.set_default_sink(...)`` after ``import metis``)."""
+
+    def attribute(name: str) -> Any:
+        if name in moved:
+            warn_deprecated(f"{package}.{name}", f"{moved[name]}.{name}")
+            return getattr(importlib.import_module(moved[name]), name)
+        if name in renamed:
+            warn_deprecated(f"{package}.{name}", f"{package}.{renamed[name]}")
+            return attribute(renamed[name])
+        if name in exports or name[:1] == "_":
+            return load(name)
+        try:
+            return importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{package}.{name}":
+                raise  # the package has the module; a library it needs (an extra) is not installed
+        return load(name)
+
+    return attribute

@@ -218,6 +218,16 @@ class Message(Canonical):
         """The message's text blocks, joined; other blocks are not text and are left out."""
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
 
+    @property
+    def thinking(self) -> str:
+        """The reasoning the message shows (its thinking blocks, joined), as a reply's."""
+        return "\n\n".join(b.thinking for b in self.content if isinstance(b, ThinkingBlock))
+
+    @property
+    def tool_calls(self) -> list[ToolUseBlock]:
+        """The tool calls the message makes, in order, as a reply's."""
+        return [b for b in self.content if isinstance(b, ToolUseBlock)]
+
     @classmethod
     def system(cls, text: str) -> Message:
         """A system message of ``text`` (or give ``system=`` to a call or session)."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from metis.core.empty import empty_dict, empty_list
 from metis.core.ids import new_request_id
@@ -260,6 +261,20 @@ class CanonicalRequest(Canonical):
                 f"type {value['type']!r} is an API's response format, not a JSON schema: give "
                 "the schema inside it (OpenAI's response_format['json_schema']['schema'])"
             )
+        return value
+
+    @field_validator("provider_options", "extra_headers", "extra_query", mode="before")
+    @classmethod
+    def _keyed_by_provider(cls, value: Any, info: ValidationInfo) -> Any:
+        """A header or wire field given at the top (``{"x-trace": "1"}``) says what the
+        field's keys are, beside pydantic's "Input should be a valid dictionary"."""
+        if isinstance(value, Mapping):
+            for key, inner in value.items():
+                if not isinstance(inner, Mapping):
+                    raise ValueError(
+                        f"{info.field_name} is keyed by provider, each a dict "
+                        f"({{'anthropic': {{{key!r}: ...}}}}); {key!r} is {inner!r}"
+                    )
         return value
 
     @field_validator("messages", mode="before")

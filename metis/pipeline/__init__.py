@@ -33,7 +33,9 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+_load, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+if not TYPE_CHECKING:  # to a type checker only the names imported below exist
+    __getattr__ = _load
 
 
 if TYPE_CHECKING:

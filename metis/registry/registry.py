@@ -78,7 +78,8 @@ __all__ = [
     "Registry",
     "RegistryFile",
 ]
-__getattr__ = renamed(__name__, {"Route": "ModelRoute"}, globals())
+if not TYPE_CHECKING:  # a type checker sees the names above and no other (Route is gone)
+    __getattr__ = renamed(__name__, {"Route": "ModelRoute"}, globals())
 
 
 # The registry ------------------------------------------------------------------------------

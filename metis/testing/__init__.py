@@ -22,10 +22,12 @@ if TYPE_CHECKING:
 _FROM_EMULATOR = frozenset({"FAULT_HEADER", "MODELS", "Emulator", "StandIn", "stand_in"})
 
 
-def __getattr__(name: str) -> Any:
-    if name in _FROM_EMULATOR:
-        return getattr(importlib.import_module("metis.testing.emulator"), name)
-    raise AttributeError(f"module 'metis.testing' has no attribute {name!r}")
+if not TYPE_CHECKING:  # a type checker sees the names imported above, and no other
+
+    def __getattr__(name: str) -> Any:
+        if name in _FROM_EMULATOR:
+            return getattr(importlib.import_module("metis.testing.emulator"), name)
+        raise AttributeError(f"module 'metis.testing' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -49,6 +49,18 @@ reply = metis.complete("openai:gpt-4o", "Weather?", tools=[get_weather, lookup])
 metis.run_tools(reply, [get_weather])
 
 session = metis.Session("openai:gpt-4o", tools=[get_weather])
+TOOLS: list[metis.AnyTool] = [get_weather, lookup]  # unannotated, mypy joins them to object
+metis.Session("openai:gpt-4o", tools=TOOLS)
+metis.run_tools(reply, TOOLS)
+metis.Sesion("openai:gpt-4o")  # type: ignore[attr-defined]
+metis.histories.from_openai_chat([{"role": "user", "content": "Hi"}])
+from metis.testing import Emulatr  # type: ignore[attr-defined]
+from metis.pipeline import Stge  # type: ignore[attr-defined]
+from metis.model import Mesage  # type: ignore[attr-defined]
+from metis.telemetry import LogSink  # type: ignore[attr-defined]
+from metis.catalog import Catalg  # type: ignore[attr-defined]
+from metis.registry import Registy  # type: ignore[attr-defined]
+from metis.registry.registry import Registy as Registy2  # type: ignore[attr-defined]
 assert_type(session.run("A city?", output_type=City).output, City | None)
 assert_type(session.run("Weather?").output, None)
 
@@ -62,7 +74,10 @@ def test_a_decorated_tool_keeps_its_signature_and_return_type(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """Before, ``@metis.tool`` returned ``Any``: every ``assert_type`` failed, and the two
-    ignores (a wrong argument, an unknown one) were reported as unused."""
+    ignores (a wrong argument, an unknown one) were reported as unused. A misspelt name of
+    ``metis`` or of its lazy subpackages (``metis.Sesion``, ``from metis.model import Mesage``)
+    was ``Any`` to mypy, through their ``__getattr__``: its ignore was reported as unused,
+    and ``list[metis.AnyTool]``, a name ``metis`` did not have, passed as ``Any``."""
     snippet = tmp_path / "snippet.py"
     snippet.write_text(textwrap.dedent(SNIPPET), encoding="utf-8")
     root = request.config.rootpath

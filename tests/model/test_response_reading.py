@@ -42,3 +42,15 @@ def test_a_reply_asked_to_reason_shows_it(
     assert reply.thinking and reply.thinking in {
         b.thinking for b in reply.content if isinstance(b, ThinkingBlock)
     }
+
+
+def test_a_message_of_the_history_reads_as_its_reply_did() -> None:
+    """Before, a restored session's ``messages[-1].thinking`` (or ``.tool_calls``) was an
+    AttributeError: only the reply (``CanonicalResponse``) had them."""
+    call = metis.ToolUseBlock(id="tu_1", name="lookup", input={"key": "a"})
+    thought = ThinkingBlock(thinking="Look it up.")
+    reply = _reply(thought).model_copy(update={"content": [thought, call]})
+    message = reply.message
+    assert message.thinking == reply.thinking == "Look it up."
+    assert message.tool_calls == reply.tool_calls == [call]
+    assert metis.Message.user("hi").thinking == "" and metis.Message.user("hi").tool_calls == []

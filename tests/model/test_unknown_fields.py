@@ -297,3 +297,23 @@ def test_a_copy_with_changed_fields_still_works() -> None:
     changed = request.model_copy(update={"temperature": 0.5, "model": "openai:gpt-4o"})
     assert (changed.temperature, changed.model) == (0.5, "openai:gpt-4o")
     assert CanonicalRequest.model_validate(changed.model_dump()) == changed
+
+
+@pytest.mark.parametrize("field", ["provider_options", "extra_headers", "extra_query"])
+def test_a_per_provider_field_given_at_the_top_says_it_is_keyed_by_provider(field: str) -> None:
+    """Before, ``extra_headers={"x-trace": "1"}`` was pydantic's "Input should be a valid
+    dictionary" at ``extra_headers.x-trace``, which did not say what the keys are."""
+    with pytest.raises(ValidationError, match=rf"{field} is keyed by provider.*'x-trace' is '1'"):
+        CanonicalRequest(
+            model="anthropic:claude-sonnet-4-5",
+            messages=[Message.user("Hi")],
+            max_output_tokens=64,
+            **{field: {"x-trace": "1"}},
+        )
+    kept = CanonicalRequest(
+        model="anthropic:claude-sonnet-4-5",
+        messages=[Message.user("Hi")],
+        max_output_tokens=64,
+        **{field: {"anthropic": {"x-trace": "1"}}},
+    )
+    assert getattr(kept, field) == {"anthropic": {"x-trace": "1"}}

@@ -11,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from metis.testing import Emulator
+
 pytestmark = pytest.mark.slow  # each test runs an example in a Python process of its own
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 REAL_SWITCHES = ("_API_KEY", "OLLAMA_HOST")  # what would send an example to a real API
 
 
-def run(script: str) -> list[str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith(REAL_SWITCHES)}
+def run(script: str, **variables: str) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith(REAL_SWITCHES)} | variables
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / script)],
         capture_output=True,
@@ -29,7 +31,10 @@ def run(script: str) -> list[str]:
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert re.fullmatch(r"backends: emulator at http://127\.0\.0\.1:\d+ for [a-z_, ]+", lines[0])
+    if not variables:
+        assert re.fullmatch(
+            r"backends: emulator at http://127\.0\.0\.1:\d+ for [a-z_, ]+", lines[0]
+        )
     return lines
 
 
@@ -73,6 +78,21 @@ def test_cancellation_ends_with_partial_text_and_cancelled() -> None:
     assert partial and int(partial.group(1)) >= 5
     assert partial.group(2).startswith("You said: Tell me a long story")
     assert not partial.group(2).endswith("what she learns from them.")  # cut short
+    assert out[3] == "stop reason: cancelled"
+
+
+def test_cancellation_cuts_the_reply_of_an_emulator_the_reader_started() -> None:
+    """README.md's way without keys: an emulator served apart, the SDK's variables at it.
+    Before, the key made the example take it for Anthropic's API and not pace the stream:
+    the reply had all arrived before the cancel (``cancel(...) -> False``, ``end_turn``)."""
+    with Emulator(port=0) as emulator:
+        out = run(
+            "cancellation.py",
+            ANTHROPIC_BASE_URL=emulator.base_url("anthropic"),
+            ANTHROPIC_API_KEY="sk-emulator",
+        )
+    assert out[0].startswith("backends: anthropic at http://127.0.0.1:")
+    assert re.fullmatch(r"cancel\(req_\w+\) -> True", out[1])
     assert out[3] == "stop reason: cancelled"
 
 

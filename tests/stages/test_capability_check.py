@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from metis.adapter import build_adapter
 from metis.catalog.estimate import PER_IMAGE, estimate_input_tokens
 from metis.errors import CapabilityError, ErrorClass
 from metis.model import (
@@ -110,10 +111,33 @@ async def test_a_missing_tools_images_or_thinking_says_how_to_declare_a_model_th
     said = str(refused.value)
     assert "its catalog entry, else its stack's declared capabilities" in said
     assert "capabilities={'supports_tools': True}" in said
-    assert "settings={'model': ...}" in said
+    assert "Ollama" not in said  # an Anthropic adapter's (tests/helpers.py)
     with pytest.raises(CapabilityError) as refused:
         await _run(_request(max_output_tokens=10**6), FULL_CAPABILITIES)
     assert "declared capabilities" not in str(refused.value)  # a limit, not a flag
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stack", ["ollama", "anthropic"])
+async def test_only_an_ollama_adapter_is_told_how_to_ask_its_server(stack: str) -> None:
+    """Before, every refused flag told of "an Ollama server" (a Claude model's too), and not
+    that the adapter is asked only once opened (an adapter never opened keeps the defaults)."""
+    adapter = build_adapter(
+        stack,
+        api_key="k",
+        base_url="http://127.0.0.1:9",
+        capabilities={"supports_tools": False},
+        settings={"model": "qwen3"} if stack == "ollama" else None,
+    )
+    request = _request(tools=[ToolDefinition(name="lookup")])
+    request = request.model_copy(update={"model": f"{stack}:qwen3"})
+    with pytest.raises(CapabilityError) as refused:
+        await adapter.complete(request)
+    said = str(refused.value)
+    assert "capabilities={'supports_tools': True}" in said
+    ollama = "settings={'model': ...}, and async with or init_on_first_call=True)"
+    assert (ollama in said) == (stack == "ollama")
+    await adapter.aclose()
 
 
 @pytest.mark.anyio

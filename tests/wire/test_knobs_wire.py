@@ -394,6 +394,25 @@ async def test_ollama_sends_think_and_its_options(emulator: Emulator) -> None:
 
 
 @pytest.mark.anyio
+async def test_ollama_says_how_a_model_is_sent_levels_when_it_drops_one(
+    emulator: Emulator,
+) -> None:
+    """Before, the warning said "the think setting 'budget' sends levels", naming no option."""
+    adapter = build_adapter(
+        "ollama",
+        AdapterConfig(
+            base_url=emulator.base_url("ollama"), capabilities={"supports_thinking": True}
+        ),
+    )
+    response = await adapter.complete(
+        ask("ollama:qwen3:8b", max_output_tokens=256, thinking="high")
+    )
+    assert sent(emulator)["think"] is True
+    [dropped] = response.warnings
+    assert "think: true" in dropped.reason and "settings={'think': 'budget'}" in dropped.reason
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 @pytest.mark.parametrize(
     ("stack", "model"),

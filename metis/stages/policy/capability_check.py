@@ -15,6 +15,7 @@ from metis.model.request import CanonicalRequest
 from metis.model.tool_fit import fit_strict_tools, fit_tools
 from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
+from metis.pipeline.settings import OllamaSettings
 from metis.pipeline.stage import RequestStage
 from metis.stages.policy.system_hoist import fold_system
 from metis.stages.policy.tool_shim.history import text_history, uses_tools
@@ -46,7 +47,9 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         if problems:
             too_long = len(problems) == 1 and problems[0].startswith(_PAST_CONTEXT)
             raise (InputTooLongError if too_long else CapabilityError)(
-                f"{call.model} {CANNOT_SERVE}" + "; ".join(problems) + how_to_declare(problems),
+                f"{call.model} {CANNOT_SERVE}"
+                + "; ".join(problems)
+                + how_to_declare(problems, isinstance(self._services.settings, OllamaSettings)),
                 provider=call.provider,
                 request_id=request.request_id,
             )
@@ -60,9 +63,10 @@ _DECLARABLE = {
 }
 
 
-def how_to_declare(problems: list[str]) -> str:
+def how_to_declare(problems: list[str], ollama: bool = False) -> str:
     """Where the refused flags came from and how to declare them (each one refused named),
-    or nothing when no problem is a flag a model may have been misjudged on."""
+    or nothing when no problem is a flag a model may have been misjudged on; ``ollama``: the
+    adapter's server can say what its model can, and how it is asked."""
     flags = [f for phrase, f in _DECLARABLE.items() if any(phrase in p for p in problems)]
     if not flags:
         return ""
@@ -70,8 +74,13 @@ def how_to_declare(problems: list[str]) -> str:
     return (
         " (as metis knows the model: its catalog entry, else its stack's declared capabilities; "
         f"a model that can is declared so with capabilities={{{declared}}} in "
-        "build_adapter or models.yaml, docs/catalog.md; an Ollama server says what its model "
-        "can when settings={'model': ...} names it)"
+        "build_adapter or models.yaml, docs/catalog.md"
+        + (
+            "; an Ollama server says what its model can to an adapter opened for it: "
+            "settings={'model': ...}, and async with or init_on_first_call=True)"
+            if ollama
+            else ")"
+        )
     )
 
 

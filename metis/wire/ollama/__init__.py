@@ -246,8 +246,8 @@ def _think(thinking: ThinkingConfig, configured: Any, call: EncodeContext) -> bo
     if thinking.effort is not None:
         call.warn_dropped(
             "reasoning",
-            f"effort {thinking.effort!r}: this Ollama model takes thinking on or off "
-            "(the think setting 'budget' sends levels); think was sent as true",
+            f"effort {thinking.effort!r}: sent as think: true, thinking on or off; a model "
+            "that takes levels (gpt-oss) is sent them with settings={'think': 'budget'}",
         )
     return True
 
