@@ -24,4 +24,3 @@ MOVED: dict[str, str] = {
 """Names that moved, and the module they are in now."""
 RENAMED = {"Route": "ModelRoute"}
 """Names that were renamed, and their names now."""
-
