@@ -20,9 +20,10 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from metis.cost import priced_cost
-from metis.errors import ConfigError, ErrorClass, InvalidRequestError, RateLimitError
+from metis.errors import ConfigError, InvalidRequestError, RateLimitError
 from metis.gateway.budget_period import ADJECTIVE, BudgetPeriod, Period, period_at
 from metis.gateway.errors import (
+    BudgetExceededError,
     GatewayPermissionError,
     KeyRateLimitError,
     SharedStoreError,
@@ -77,12 +78,6 @@ class KeySpec(BaseModel):
         if (self.sha256 is None) == (self.key_env is None):
             raise ValueError("give the key as sha256 (its digest) or key_env, one of the two")
         return self
-
-
-class BudgetExceededError(RateLimitError):
-    """A key's budget is spent: 429 ``insufficient_quota``, as OpenAI answers a spent quota."""
-
-    error_class = ErrorClass.RATE_LIMIT
 
 
 @dataclass(slots=True)
