@@ -159,6 +159,23 @@ class GatewayTimeoutError(AdapterError):
     error_class = ErrorClass.SERVER_ERROR
 
 
+REQUEST_TIMEOUT = "gateway.request_timeout_seconds"
+
+
+@dataclass(frozen=True, slots=True)
+class TimeLimit:
+    """How long a request may run, and the setting that says so (docs/gateway.md)."""
+
+    seconds: float
+    setting: str = REQUEST_TIMEOUT
+
+    def exceeded(self) -> GatewayTimeoutError:
+        """The 504 of a request that ran past it, naming it."""
+        return GatewayTimeoutError(
+            f"the request took longer than the gateway allows: {self.seconds:g} s ({self.setting})"
+        )
+
+
 @dataclass(slots=True)
 class ErrorReply:
     status: int
