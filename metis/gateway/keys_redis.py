@@ -176,17 +176,18 @@ class RedisLedger:
         """The key's starts, leases, spend (of ``period``; by default the one now) and
         charges."""
         base = f"{self.prefix}{{{state.spec.name}}}:"
-        label = (period or self._period(state)).label
+        label = (period or self.period(state)).label
         spent = f"{base}spent:{label}" if label else base + "spent"
         return [base + "starts", base + "leases", spent, base + "charges"]
 
-    def _period(self, state: KeyState) -> Period:
+    def period(self, state: KeyState) -> Period:
+        """The key's budget period now, by :attr:`wall`."""
         return period_at(state.spec.budget_period, self.wall())
 
     async def admit(
         self, state: KeyState, now: float | None, budgeted: bool = True
     ) -> tuple[int, float]:
-        spec, lease, period = state.spec, new_ulid(), self._period(state)
+        spec, lease, period = state.spec, new_ulid(), self.period(state)
         owed = self._unsettled.pop(id(state), None) or Unsettled()
         _drop_stale(state, owed)
         args = [
@@ -225,7 +226,7 @@ class RedisLedger:
         lease = held.pop() if held else None
         if lease is None and not usd:
             return
-        charge, sent, period = new_ulid(), time.monotonic(), self._period(state)
+        charge, sent, period = new_ulid(), time.monotonic(), self.period(state)
         args = ["", lease or "", *_charge_args(charge, usd), _expires(period)]
         try:
             foreign = await self._release(keys=self._keys(state, period), args=args)
@@ -273,6 +274,15 @@ class RedisLedger:
                 half = MAX_OWED_LEASES // 2
                 kept.leases[half:-half] = []
         kept.charges.update(owed.charges)  # one per request ended: those in flight
+
+    async def reset(self, state: KeyState) -> bool:
+        """The key's spend of its period now set back to 0 (deleted: every gateway reads that
+        at its next request); whether it had one."""
+        name = state.spec.name
+        try:
+            return bool(await self.client.delete([self._keys(state)[2]]))
+        except Exception as exc:
+            raise shared_store_failed(f"reset the spend of key {name!r}", exc) from exc
 
     async def spent(self, state: KeyState) -> Decimal:
         name = state.spec.name
