@@ -8,6 +8,7 @@
     metis emulator --port N             the provider emulator, in the foreground
     metis models [SEARCH] [--provider P]  the model catalog: limits, capabilities, prices
     metis serve --config FILE           the gateway: the providers' APIs over a models.yaml
+    metis keys --config FILE [--reset NAME]  the gateway keys' spend (in Redis), or reset one's
 
 Each command lives in its own module, imported only when it runs (so ``metis --help`` is
 quick). User errors are one ``metis: error: ...`` line on stderr and a non-zero exit status:
@@ -38,6 +39,7 @@ COMMANDS = {
     "record": "metis.cli.record",
     "models": "metis.cli.catalog",
     "serve": "metis.cli.serve",
+    "keys": "metis.cli.gateway_keys",
 }
 
 
@@ -65,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_models(commands)
     _add_emulator(commands)
     _add_serve(commands)
+    _add_keys(commands)
     return parser
 
 
@@ -195,6 +198,19 @@ def _add_emulator(commands: Commands) -> None:
         help="run the provider emulator (see 'metis emulator --help')",
         add_help=False,
     )
+
+
+def _add_keys(commands: Commands) -> None:
+    keys = commands.add_parser(
+        "keys",
+        help="the gateway's keys: each one's spend in its period and its budget",
+        description="Each key of FILE's gateway.keys: its spend in its budget period, its "
+        "budget and when it renews, as the gateways sharing gateway.redis_url count them; "
+        "--reset NAME sets that key's spend of its period back to 0. Needs gateway.redis_url: "
+        "a gateway without it keeps its keys' spend in its own memory.",
+    )
+    keys.add_argument("--config", required=True, metavar="FILE", help="the models.yaml served")
+    keys.add_argument("--reset", metavar="NAME", help="set this key's spend back to 0")
 
 
 def _add_serve(commands: Commands) -> None:

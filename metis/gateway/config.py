@@ -149,12 +149,7 @@ class GatewayConfig:
                     + did_you_mean(str(key), known)
                 )
         data = dict(data)
-        raw = data.pop("gateway", None) or {}
-        _check_keys(raw, source)
-        try:
-            settings = GatewaySettings.model_validate(raw)
-        except ValidationError as exc:
-            raise config_error(exc, source, GatewaySettings, ("gateway",)) from None
+        settings = _settings(data.pop("gateway", None) or {}, source)
         env = os.environ if environ is None else environ
         api_key = _key_of(env, settings.api_key_env, "api_key_env", "clients", source)
         scrapes = settings.metrics.api_key_env
@@ -182,6 +177,24 @@ class GatewayConfig:
         for line in unpriced(settings.keys, registry):
             log.warning("%s: %s", source, line, extra={"event": "metis.gateway.unpriced"})
         return cls(registry, settings, api_key, keys, tracer, metrics_key)
+
+
+def read_settings(path: str | Path) -> GatewaySettings:
+    """The ``gateway:`` section of the file at ``path`` alone, validated as a served file's
+    is, without reading its keys' variables or building its models (``metis keys``: a key's
+    spend is kept under its name)."""
+    file = Path(path).expanduser()
+    data = read_yaml(file, "gateway configuration")
+    raw = data.get("gateway") if isinstance(data, dict) else None
+    return _settings(raw or {}, str(file))
+
+
+def _settings(raw: Any, source: str) -> GatewaySettings:
+    _check_keys(raw, source)
+    try:
+        return GatewaySettings.model_validate(raw)
+    except ValidationError as exc:
+        raise config_error(exc, source, GatewaySettings, ("gateway",)) from None
 
 
 def _check_keys(raw: Any, source: str) -> None:

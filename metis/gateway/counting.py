@@ -21,7 +21,6 @@ from metis.gateway.anthropic_api import check_version
 from metis.gateway.body import parse_body, read_raw
 from metis.gateway.conversations import recalled
 from metis.gateway.endings import until_disconnect
-from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.keys import KeyState
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.passthrough_call import Passing
@@ -35,7 +34,6 @@ INPUT_TOKENS = "POST /v1/responses/input_tokens"
 COUNT_PATHS = {"anthropic": "/count_tokens", "responses": "/input_tokens"}
 """Each API's counting endpoint, beside its model call's."""
 T = TypeVar("T")
-LATE = "the request took longer than the gateway allows"
 JSON = "application/json"
 
 
@@ -154,7 +152,8 @@ async def provider_answer(
         with anyio.fail_after(call.deadline - anyio.current_time()):
             fetched = await provider.fetch(WireRequest(url + path, passing.body, sent), call)
     except TimeoutError:
-        raise GatewayTimeoutError(LATE) from None
+        assert passing.limit is not None  # set with the call
+        raise passing.limit.exceeded() from None
     return fetched.body
 
 
@@ -190,7 +189,7 @@ async def counted_tokens(gateway: Gateway, prepared: Prepared) -> int:
         with anyio.fail_after(gateway.settings.request_timeout_seconds):
             counted = await prepared.target.chat_model.count_tokens(prepared.request)
     except TimeoutError:
-        raise GatewayTimeoutError(LATE) from None
+        raise gateway.time_limit.exceeded() from None
     return counted.input_tokens
 
 

@@ -17,9 +17,8 @@ from starlette.responses import JSONResponse, Response
 from metis.errors import InvalidRequestError
 from metis.gateway.body import read_body
 from metis.gateway.endings import until_disconnect
-from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.inbound import body_object, model_name, optional_int
-from metis.gateway.service import LATE, Gateway
+from metis.gateway.service import Gateway
 from metis.model.embeddings import EmbeddingResult
 
 API = "embeddings"
@@ -114,7 +113,7 @@ async def answer_embeddings(gateway: Gateway, request: Request) -> Response:
             work = embedder.embed(asked.texts, model=model, dimensions=asked.dimensions)
             result = await until_disconnect(request, work)
     except TimeoutError:
-        raise GatewayTimeoutError(LATE) from None
+        raise gateway.time_limit.exceeded() from None
     finally:
         if key is not None:
             spent = (result.model, result.usage) if result is not None else (None, None)

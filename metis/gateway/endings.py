@@ -16,9 +16,8 @@ from starlette.requests import ClientDisconnect, Request
 
 from metis.errors import AdapterError
 from metis.gateway.coalesce import CoalescingStream
-from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.metrics import Metrics
-from metis.gateway.service import LATE, StreamResult, aclose_shielded
+from metis.gateway.service import StreamResult, aclose_shielded
 
 log = logging.getLogger("metis.gateway")
 T = TypeVar("T")
@@ -61,7 +60,7 @@ class DeadlineStream(CoalescingStream):
             await self._end(AdapterError("internal gateway error"), send, started[-1])
             return
         if scope_.cancelled_caught and started:
-            await self._end(GatewayTimeoutError(LATE), send, started[-1])
+            await self._end(self.result.limit.exceeded(), send, started[-1])
 
     async def _end(self, error: AdapterError, send: Any, sent_all: bool) -> None:
         """The stream ended by ``error``: its error event, unless all of it was sent already;

@@ -89,6 +89,17 @@ class GatewayPermissionError(AdapterError):
     error_class = ErrorClass.AUTH
 
 
+class BudgetExceededError(RateLimitError):
+    """A key's budget is spent: 429 ``insufficient_quota``, as OpenAI answers a spent quota;
+    counted in ``/metrics`` as :data:`BUDGET`, apart from the rate limits."""
+
+    error_class = ErrorClass.RATE_LIMIT
+
+
+BUDGET = "budget"
+"""The ``error_class`` ``/metrics`` counts a key's budget refusal under."""
+
+
 class SharedStoreError(AdapterError):
     """The Redis the gateway shares its keys' limits and spend and its stored responses
     through did not answer: 529 (Anthropic) or 503 (OpenAI), retried by the SDKs, rather than
@@ -146,6 +157,23 @@ class GatewayTimeoutError(AdapterError):
     """The request ran past the configured per-request timeout: 504."""
 
     error_class = ErrorClass.SERVER_ERROR
+
+
+REQUEST_TIMEOUT = "gateway.request_timeout_seconds"
+
+
+@dataclass(frozen=True, slots=True)
+class TimeLimit:
+    """How long a request may run, and the setting that says so (docs/gateway.md)."""
+
+    seconds: float
+    setting: str = REQUEST_TIMEOUT
+
+    def exceeded(self) -> GatewayTimeoutError:
+        """The 504 of a request that ran past it, naming it."""
+        return GatewayTimeoutError(
+            f"the request took longer than the gateway allows: {self.seconds:g} s ({self.setting})"
+        )
 
 
 @dataclass(slots=True)
@@ -238,10 +266,13 @@ def _provider_key_code(error: AdapterError) -> str | None:
 def metric_class(error: AdapterError | str) -> str:
     """The ``error_class`` ``/metrics`` counts ``error`` under (docs/gateway.md "Metrics"):
     its metis error class, but the gateway's own provider credentials failing are
-    ``provider_key_missing`` or ``provider_key_refused``, never the caller's ``auth``. A
-    string is a class already (a provider's in-stream error event, the gateway's ``other``)."""
+    ``provider_key_missing`` or ``provider_key_refused``, never the caller's ``auth``, and a
+    key's spent budget is ``budget``, not a rate limit. A string is a class already (a
+    provider's in-stream error event, the gateway's ``other``)."""
     if isinstance(error, str):
         return error
+    if isinstance(error, BudgetExceededError):
+        return BUDGET
     return _provider_key_code(error) or error.error_class.value
 
 

@@ -9,9 +9,10 @@ import logging
 import re
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -19,8 +20,10 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from metis.cost import priced_cost
-from metis.errors import ConfigError, ErrorClass, InvalidRequestError, RateLimitError
+from metis.errors import ConfigError, InvalidRequestError, RateLimitError
+from metis.gateway.budget_period import ADJECTIVE, BudgetPeriod, Period, period_at
 from metis.gateway.errors import (
+    BudgetExceededError,
     GatewayPermissionError,
     KeyRateLimitError,
     SharedStoreError,
@@ -54,6 +57,9 @@ class KeySpec(BaseModel):
     requests_per_minute: int | None = Field(default=None, ge=1)
     max_concurrent: int | None = Field(default=None, ge=1)
     budget_usd: Decimal | None = Field(default=None, ge=0)
+    budget_period: BudgetPeriod = "none"
+    """The UTC day or month the spend is kept for (the budget renews as the next starts);
+    ``none``: one spend, never renewed."""
 
     @field_validator("sha256")
     @classmethod
@@ -74,18 +80,14 @@ class KeySpec(BaseModel):
         return self
 
 
-class BudgetExceededError(RateLimitError):
-    """A key's budget is spent: 429 ``insufficient_quota``, as OpenAI answers a spent quota."""
-
-    error_class = ErrorClass.RATE_LIMIT
-
-
 @dataclass(slots=True)
 class KeyState:
     spec: KeySpec
     started: deque[float] = field(default_factory=deque)
     in_flight: int = 0
     spent: Decimal = Decimal(0)
+    spent_in: str = ""
+    """The label of the period ``spent`` is of (metis.gateway.budget_period)."""
 
     def may_use(self, model: str) -> bool:
         """Whether the key may name ``model`` (a model, alias or route)."""
@@ -134,20 +136,39 @@ def _check_own(name: str, found: str, taken: Mapping[str, KeyState], simple: str
         )
 
 
-# What a ledger says of a request: admitted, or which limit refused it.
+# What a ledger says of a request: admitted, or which limit refused it. With the verdict, a
+# number: over the rate, the seconds until the minute frees a request; over the budget, the Unix
+# time it renews at (0: never).
 ADMITTED, OVER_BUDGET, OVER_RATE, OVER_CONCURRENCY = 0, 1, 2, 3
 
 
+def renews_at(period: Period) -> float:
+    """The Unix time ``period``'s budget renews at, as a ledger's refusal says it (0: never)."""
+    return 0.0 if period.ends is None else period.ends.timestamp()
+
+
 class MemoryLedger:
-    """Each key's requests, leases and spend in this process's memory."""
+    """Each key's requests, leases and spend (of its period) in this process's memory.
+    ``wall``: the Unix time, which sets the period (a test's clock)."""
+
+    def __init__(self, wall: Callable[[], float] = time.time) -> None:
+        self.wall = wall
+
+    def _period(self, state: KeyState) -> Period:
+        """The key's period now, its spend restarted at 0 when a new one has begun."""
+        period = period_at(state.spec.budget_period, self.wall())
+        if state.spent_in != period.label:
+            state.spent_in, state.spent = period.label, Decimal(0)
+        return period
 
     async def admit(
         self, state: KeyState, now: float | None, budgeted: bool = True
     ) -> tuple[int, float]:
         spec = state.spec
         now = time.monotonic() if now is None else now  # a wall clock set back holds nothing
+        period = self._period(state)
         if budgeted and spec.budget_usd is not None and state.spent >= spec.budget_usd:
-            return OVER_BUDGET, 0.0
+            return OVER_BUDGET, renews_at(period)
         while state.started and state.started[0] <= now - WINDOW_SECONDS:
             state.started.popleft()
         if spec.requests_per_minute is not None and len(state.started) >= spec.requests_per_minute:
@@ -160,9 +181,11 @@ class MemoryLedger:
 
     async def release(self, state: KeyState, usd: Decimal) -> None:
         state.in_flight -= 1
+        self._period(state)  # charged to the period the request ends in
         state.spent += usd
 
     async def spent(self, state: KeyState) -> Decimal:
+        self._period(state)
         return state.spent
 
 
@@ -245,13 +268,7 @@ class Keys:
             quiet = TimeoutError(f"it did not answer within {ADMIT_SECONDS:g} s")
             raise shared_store_failed(doing, quiet)  # the log line says why, once
         if verdict == OVER_BUDGET:
-            raise BudgetExceededError(
-                f"key {spec.name!r} has spent its budget of {spec.budget_usd:f} USD: retrying "
-                "will not help; the gateway's operator raises the key's budget_usd or resets "
-                "its spend",
-                provider_code="insufficient_quota",
-                retryable=False,  # spent until the operator raises it: x-should-retry: false
-            )
+            raise _over_budget(spec, wait)
         if verdict == OVER_RATE:
             raise KeyRateLimitError(
                 f"key {spec.name!r} is over its {spec.requests_per_minute} requests per minute",
@@ -305,6 +322,27 @@ class Keys:
     async def spent(self, name: str) -> Decimal | None:
         found = next((s for s in self._by_digest.values() if s.spec.name == name), None)
         return None if found is None else await self.ledger.spent(found)
+
+
+def _over_budget(spec: KeySpec, renews: float) -> BudgetExceededError:
+    """The refusal of a key past its budget, which renews at the Unix time ``renews`` (0:
+    never: the operator raises it or resets the spend)."""
+    if renews:
+        when = datetime.fromtimestamp(renews, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        said = (
+            f"key {spec.name!r} has spent its {ADJECTIVE[spec.budget_period]} budget of "
+            f"{spec.budget_usd:f} USD: it renews at {when}; retrying before then will not help"
+        )
+    else:
+        said = (
+            f"key {spec.name!r} has spent its budget of {spec.budget_usd:f} USD: retrying will "
+            "not help; the gateway's operator raises the key's budget_usd or resets its spend"
+        )
+    return BudgetExceededError(
+        said,
+        provider_code="insufficient_quota",
+        retryable=False,  # spent until it renews or the operator raises it: x-should-retry: false
+    )
 
 
 def given_keys(headers: Mapping[str, str]) -> tuple[str, str]:

@@ -17,14 +17,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from metis.core.ids import new_ulid
 from metis.errors import ProtocolError, ServerError
+from metis.gateway.budget_period import Period, period_at
 from metis.gateway.errors import shared_store_failed
-from metis.gateway.keys import WINDOW_SECONDS, KeyState
+from metis.gateway.keys import OVER_BUDGET, WINDOW_SECONDS, KeyState, renews_at
 from metis.redis.server_clock import NOW
 
 log = logging.getLogger("metis.gateway")
@@ -47,10 +49,15 @@ still hold a place are the first (taken as Redis went, its reply lost; after tha
 request adds one never taken) or the latest (a Redis that runs each script but loses every
 reply: each script gives back the places before it and takes one)."""
 
+SPEND_KEPT_SECONDS = 7 * 86400
+"""How long a budget period's spend stays in Redis past the period's end (where an operator may
+still read it), then expires."""
+
 # foreign_spend(): false, or what the key's spend (KEYS[3]) holds that no gateway writes (a
 # value of another type, or text that is not a finite number). charge(now, id, usd): the spend
 # charged usd, unless the charge of that id was made (the ids in KEYS[4], each for
-# CHARGE_SECONDS); false, or the error of a spend Redis would not add to (the id then forgotten).
+# CHARGE_SECONDS), the spend then kept until the Unix time expires (0: for ever); false, or the
+# error of a spend Redis would not add to (the id then forgotten).
 _CHARGE = (
     NOW
     + f"""
@@ -65,7 +72,7 @@ local function foreign_spend()
   end
   return false
 end
-local function charge(now, id, usd)
+local function charge(now, id, usd, expires)
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - {CHARGE_SECONDS})
   if redis.call('ZADD', KEYS[4], 'NX', now, id) == 1 then
     local made = redis.pcall('INCRBYFLOAT', KEYS[3], usd)
@@ -73,6 +80,7 @@ local function charge(now, id, usd)
       redis.call('ZREM', KEYS[4], id)
       return made.err
     end
+    if expires > 0 then redis.call('EXPIREAT', KEYS[3], expires) end
   end
   redis.call('EXPIRE', KEYS[4], {CHARGE_SECONDS})
   return false
@@ -82,9 +90,10 @@ end
 
 # KEYS: starts, leases, spent, charges. ARGV: now (empty: the server's clock, which every
 # gateway shares whatever its own says: metis.redis.server_clock), window, per_minute,
-# at_once, budget (-1: none), lease id, lease seconds, the number of charges owed, each
-# charge's id and USD, then the leases to give back. Returns {verdict, wait} as
-# metis.gateway.keys numbers them, or {4 (_FOREIGN), what the spend holds} before any change.
+# at_once, budget (-1: none), lease id, lease seconds, when the spend expires (as charge()'s),
+# the number of charges owed, each charge's id and USD, then the leases to give back. Returns
+# {verdict, wait} as metis.gateway.keys numbers them, or {4 (_FOREIGN), what the spend holds}
+# before any change.
 _FOREIGN = 4
 _ADMIT = (
     _CHARGE
@@ -92,9 +101,10 @@ _ADMIT = (
 local foreign = foreign_spend()
 if foreign then return {4, foreign} end
 local now, window = clock_now(ARGV[1]), tonumber(ARGV[2])
-local owed = 8 + 2 * tonumber(ARGV[8])
-for i = 9, owed, 2 do
-  local failed = charge(now, ARGV[i], ARGV[i + 1])
+local expires = tonumber(ARGV[8])
+local owed = 9 + 2 * tonumber(ARGV[9])
+for i = 10, owed, 2 do
+  local failed = charge(now, ARGV[i], ARGV[i + 1], expires)
   if failed then return {4, failed} end
 end
 for i = owed + 1, #ARGV do
@@ -125,7 +135,8 @@ return {0, '0'}
 )
 
 # KEYS as _ADMIT's. ARGV: now (as _ADMIT's), the lease to give back (empty: none), the
-# charge's id and USD (0: none). Returns false, or what a spend it could not charge holds.
+# charge's id and USD (0: none), when the spend expires (as _ADMIT's). Returns false, or what a
+# spend it could not charge holds.
 _RELEASE = (
     _CHARGE
     + """
@@ -133,7 +144,7 @@ if ARGV[2] ~= '' then
   redis.call('ZREM', KEYS[2], ARGV[2])
 end
 if tonumber(ARGV[4]) > 0 then
-  return foreign_spend() or charge(clock_now(ARGV[1]), ARGV[3], ARGV[4])
+  return foreign_spend() or charge(clock_now(ARGV[1]), ARGV[3], ARGV[4], tonumber(ARGV[5]))
 end
 return false
 """
@@ -145,22 +156,38 @@ def _limit(value: int | Decimal | None) -> str:
 
 
 class RedisLedger:
-    def __init__(self, client: Any, prefix: str = "metis:gateway:keys:") -> None:
-        self.client, self.prefix = client, prefix
+    """``wall``: the Unix time, which sets a key's budget period (this gateway's clock; a
+    test's)."""
+
+    def __init__(
+        self,
+        client: Any,
+        prefix: str = "metis:gateway:keys:",
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.client, self.prefix, self.wall = client, prefix, wall
         self._admit = client.register_script(_ADMIT)
         self._release = client.register_script(_RELEASE)
         self._leases: dict[int, list[str]] = {}  # per key state: the leases this process holds
         self._unsettled: dict[int, Unsettled] = {}  # per key state: what Redis did not take
         self._reported: dict[int, str] = {}  # per key state: the foreign spend last logged
 
-    def _keys(self, state: KeyState) -> list[str]:
+    def _keys(self, state: KeyState, period: Period | None = None) -> list[str]:
+        """The key's starts, leases, spend (of ``period``; by default the one now) and
+        charges."""
         base = f"{self.prefix}{{{state.spec.name}}}:"
-        return [base + "starts", base + "leases", base + "spent", base + "charges"]
+        label = (period or self.period(state)).label
+        spent = f"{base}spent:{label}" if label else base + "spent"
+        return [base + "starts", base + "leases", spent, base + "charges"]
+
+    def period(self, state: KeyState) -> Period:
+        """The key's budget period now, by :attr:`wall`."""
+        return period_at(state.spec.budget_period, self.wall())
 
     async def admit(
         self, state: KeyState, now: float | None, budgeted: bool = True
     ) -> tuple[int, float]:
-        spec, lease = state.spec, new_ulid()
+        spec, lease, period = state.spec, new_ulid(), self.period(state)
         owed = self._unsettled.pop(id(state), None) or Unsettled()
         _drop_stale(state, owed)
         args = [
@@ -171,12 +198,13 @@ class RedisLedger:
             _limit(spec.budget_usd if budgeted else None),
             lease,
             str(LEASE_SECONDS),
+            _expires(period),
             str(len(owed.charges)),
             *owed.charge_args(),
             *owed.leases,
         ]
         try:
-            verdict, wait = await self._admit(keys=self._keys(state), args=args)
+            verdict, wait = await self._admit(keys=self._keys(state, period), args=args)
         except BaseException as exc:  # the place may be taken all the same: given back later
             owed.leases.append(lease)
             self._owe(state, owed)
@@ -189,6 +217,8 @@ class RedisLedger:
         self._reported.pop(id(state), None)
         if int(verdict) == 0:
             self._leases.setdefault(id(state), []).append(lease)
+        if int(verdict) == OVER_BUDGET:
+            return OVER_BUDGET, renews_at(period)
         return int(verdict), float(wait)
 
     async def release(self, state: KeyState, usd: Decimal) -> None:
@@ -196,10 +226,10 @@ class RedisLedger:
         lease = held.pop() if held else None
         if lease is None and not usd:
             return
-        charge, sent = new_ulid(), time.monotonic()
-        args = ["", lease or "", *_charge_args(charge, usd)]
+        charge, sent, period = new_ulid(), time.monotonic(), self.period(state)
+        args = ["", lease or "", *_charge_args(charge, usd), _expires(period)]
         try:
-            foreign = await self._release(keys=self._keys(state), args=args)
+            foreign = await self._release(keys=self._keys(state, period), args=args)
         except BaseException as exc:  # cancelled too (not answered in time): owed, once
             charges = {charge: (usd, sent)} if usd else {}
             self._owe(state, Unsettled([lease] if lease is not None else [], charges))
@@ -245,6 +275,15 @@ class RedisLedger:
                 kept.leases[half:-half] = []
         kept.charges.update(owed.charges)  # one per request ended: those in flight
 
+    async def reset(self, state: KeyState) -> bool:
+        """The key's spend of its period now set back to 0 (deleted: every gateway reads that
+        at its next request); whether it had one."""
+        name = state.spec.name
+        try:
+            return bool(await self.client.delete([self._keys(state)[2]]))
+        except Exception as exc:
+            raise shared_store_failed(f"reset the spend of key {name!r}", exc) from exc
+
     async def spent(self, state: KeyState) -> Decimal:
         name = state.spec.name
         try:
@@ -286,6 +325,12 @@ def _drop_stale(state: KeyState, owed: Unsettled) -> None:
                 OWED_CHARGE_SECONDS,
                 extra={"event": "metis.gateway.key_not_settled"},
             )
+
+
+def _expires(period: Period) -> str:
+    """When a period's spend leaves Redis, as the script takes it: :data:`SPEND_KEPT_SECONDS`
+    past its end (0: never)."""
+    return "0" if period.ends is None else str(int(renews_at(period)) + SPEND_KEPT_SECONDS)
 
 
 def _charge_args(charge: str, usd: Decimal) -> tuple[str, str]:

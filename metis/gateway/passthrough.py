@@ -196,7 +196,7 @@ class PassThrough:
         except Exception as exc:
             error = exchange.translate(exc)
             if isinstance(error, AdapterError):
-                error = passing.error = classified(in_time(error, call), call)
+                error = passing.error = classified(in_time(error, call, passing.limit), call)
             raise error from exc
         finally:
             await exchange.aclose()
@@ -228,6 +228,7 @@ class PassThrough:
             self._settled(passing, first, chunks, key),
             self.headers(passing, True),
             passing.call.deadline,  # type: ignore[union-attr]
+            passing.limit,  # type: ignore[arg-type]
             lambda error: self.error_bytes(passing, error),
             lambda: self.ended(passing),
         )
@@ -293,7 +294,7 @@ class PassThrough:
             if not isinstance(error, AdapterError):
                 raise
             assert passing.call is not None
-            passing.error = classified(in_time(error, passing.call), passing.call)
+            passing.error = classified(in_time(error, passing.call, passing.limit), passing.call)
             error = passing.error
             if not relayed:  # nothing sent yet: refused, with its status (metis.gateway.app)
                 passing.opened = False

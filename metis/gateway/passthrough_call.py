@@ -16,7 +16,7 @@ import anyio
 from metis.adapter.adapter import Adapter
 from metis.core.ids import new_request_id
 from metis.errors import AdapterError, ProtocolError, scrub_error
-from metis.gateway.errors import GatewayTimeoutError, carry_param
+from metis.gateway.errors import TimeLimit, carry_param
 from metis.gateway.models import Target
 from metis.gateway.provenance import same_maker, unwrap
 from metis.gateway.reasoning_items import REDACTED
@@ -59,6 +59,8 @@ class Passing:
     started: float = field(default_factory=time.monotonic)
     call: Call | None = None
     """The upstream call, once it is sent (its telemetry reported when it ends)."""
+    limit: TimeLimit | None = None
+    """What set the call's deadline (the gateway's timeout or the adapter's, the shorter)."""
     error: AdapterError | None = None
     conversation: Any = None
     """A Responses request's conversation (:mod:`metis.gateway.passthrough_responses`)."""
@@ -98,6 +100,7 @@ class Upstream:
     def __init__(self, request_timeout_seconds: float) -> None:
         self.request_timeout_seconds = request_timeout_seconds
         self._heads: dict[tuple[int, str, bool], tuple[str, dict[str, str]]] = {}
+        self._limits: dict[str, TimeLimit] = {}  # per adapter
 
     async def head(self, passing: Passing, call: Call) -> tuple[str, dict[str, str]]:
         """The URL and headers the adapter sends this model's requests with (its codec's, as
@@ -121,6 +124,17 @@ class Upstream:
             self._heads[found] = (wire.url, dict(wire.headers))
         return self._heads[found]
 
+    def _limit(self, adapter: str, adapter_seconds: float) -> TimeLimit:
+        """The shorter of the gateway's timeout and ``adapter``'s, named by its setting."""
+        if adapter not in self._limits:
+            gateway = self.request_timeout_seconds
+            self._limits[adapter] = (
+                TimeLimit(gateway)
+                if gateway <= adapter_seconds
+                else TimeLimit(adapter_seconds, f"adapters.{adapter}.timeout_seconds")
+            )
+        return self._limits[adapter]
+
     async def addressed(
         self, passing: Passing, headers: Mapping[str, str]
     ) -> tuple[Call, str, dict[str, str]]:
@@ -128,7 +142,8 @@ class Upstream:
         timeouts), its model endpoint's URL and the headers it is sent with (the adapter's,
         and the client's that are forwarded)."""
         adapter = passing.adapter
-        seconds = min(self.request_timeout_seconds, adapter.config.timeout_seconds)
+        limit = passing.limit = self._limit(adapter.name, adapter.config.timeout_seconds)
+        seconds = limit.seconds
         call = Call(
             request_id=new_request_id(),
             provider=adapter.name,
@@ -166,7 +181,7 @@ class Upstream:
             passing.error = classified(refused_field(passing, error, failure.body), call)
             raise passing.error from None
         except AdapterError as error:
-            passing.error = classified(in_time(error, call), call)
+            passing.error = classified(in_time(error, call, passing.limit), call)
             raise passing.error from None
         passing.opened = True
         return exchange, call
@@ -237,11 +252,11 @@ def _thinking_parts(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield from (item for item in items if isinstance(item, dict)) if isinstance(items, list) else ()
 
 
-def in_time(error: AdapterError, call: Call) -> AdapterError:
+def in_time(error: AdapterError, call: Call, limit: TimeLimit | None) -> AdapterError:
     """``error``, or the gateway's timeout when the call failed because it ran out of the
-    request's deadline (the transport says that as a network error)."""
-    if call.deadline is not None and anyio.current_time() >= call.deadline:
-        return GatewayTimeoutError("the request took longer than the gateway allows")
+    request's deadline, which ``limit`` set (the transport says that as a network error)."""
+    if limit is not None and call.deadline is not None and anyio.current_time() >= call.deadline:
+        return limit.exceeded()
     return error
 
 

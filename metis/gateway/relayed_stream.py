@@ -28,9 +28,8 @@ import sniffio
 
 from metis.errors import AdapterError
 from metis.gateway.endings import last_word
-from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.metrics import Metrics
-from metis.gateway.service import LATE, StreamResult
+from metis.gateway.service import StreamResult
 
 log = logging.getLogger("metis.gateway")
 
@@ -98,7 +97,7 @@ class RelayedStream:
                 with anyio.CancelScope(shield=True):
                     await chunks.aclose()  # type: ignore[attr-defined]
         if cancel.cancelled_caught and not gone:  # the head too, if it came before any chunk
-            ended = GatewayTimeoutError(LATE)
+            ended = result.limit.exceeded()
             await self._end(ended, send, bool(sent) and sent[-1], None if sent else self._start())
 
     def _start(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import anyio
 
 from metis.errors import AdapterError
 from metis.gateway.begun import begun
-from metis.gateway.errors import GatewayTimeoutError, metric_class
+from metis.gateway.errors import metric_class
 from metis.gateway.keys import KeyState
 from metis.gateway.models import Target
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
@@ -116,7 +116,7 @@ class Routed:
             _name_failures(router.name, error, served)
             raise
         except TimeoutError:
-            raise GatewayTimeoutError("the request took longer than the gateway allows") from None
+            raise self.gateway.time_limit.exceeded() from None
         finally:
             if key is not None:
                 await self.gateway.keys.release(key, served.spent.model, served.spent.usage)
@@ -180,7 +180,7 @@ class Routed:
         chunks = router.serve_stream(prepared.request, open_)
         deadline = anyio.current_time() + self.gateway.settings.request_timeout_seconds
         try:
-            first = await next_by(chunks, deadline)
+            first = await next_by(chunks, deadline, self.gateway.time_limit)
         except BaseException as error:
             if isinstance(error, AdapterError):
                 _name_failures(router.name, error, served)
@@ -190,7 +190,10 @@ class Routed:
             raise
         assert served.failed is not None
         rest = await begun(self._rest(first, chunks, served, key))
-        return StreamResult(rest, served.headers, deadline, served.failed, lambda: served.ended())
+        limit = self.gateway.time_limit
+        return StreamResult(
+            rest, served.headers, deadline, limit, served.failed, lambda: served.ended()
+        )
 
     async def _rest(
         self,

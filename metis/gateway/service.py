@@ -40,7 +40,7 @@ from metis.gateway.conversations import continued, remember
 from metis.gateway.errors import (
     Ending,
     GatewayAuthError,
-    GatewayTimeoutError,
+    TimeLimit,
 )
 from metis.gateway.errors import error_reply as error_reply  # the endpoints'
 from metis.gateway.frames import planned
@@ -68,7 +68,6 @@ T = TypeVar("T")
 FAILED_ENDINGS = frozenset({StopKind.ERROR, StopKind.CANCELLED})
 """The stop reasons of a stream that failed (what arrived, completed before its error)."""
 log = logging.getLogger("metis.gateway")
-LATE = "the request took longer than the gateway allows"
 
 
 @dataclass(slots=True)
@@ -81,11 +80,12 @@ class JsonResult:
 @dataclass(slots=True)
 class StreamResult:
     """A stream to send: its bytes, its headers, the time (``anyio.current_time()``) it must
-    end by, and the bytes that end it when it does not."""
+    end by and the limit that set it, and the bytes that end it when it does not."""
 
     chunks: AsyncIterator[bytes]
     headers: dict[str, str]
     deadline: float
+    limit: TimeLimit
     failed: Callable[[AdapterError], bytes]
     ended: Callable[[], bool] = lambda: False
     """Whether the stream made its own end already (its last event, or its own error event,
@@ -121,6 +121,7 @@ READERS: dict[str, Callable[..., Inbound]] = {
 class Gateway:
     def __init__(self, config: GatewayConfig) -> None:
         self.settings, self.tracer = config.settings, config.tracer
+        self.time_limit = TimeLimit(config.settings.request_timeout_seconds)
         self.api_key, self.metrics_key = config.api_key, config.metrics_key
         self.keys = config.keys
         self.models = ModelTable(config.registry, suggest=not config.keys.restrict_models())
@@ -211,7 +212,7 @@ class Gateway:
             with anyio.fail_after(self.settings.request_timeout_seconds):
                 response = await prepared.target.chat_model.complete(prepared.request)
         except TimeoutError:
-            raise GatewayTimeoutError(LATE) from None
+            raise self.time_limit.exceeded() from None
         finally:
             if key is not None:
                 await self.keys.release(key, *spent_by(response))
@@ -256,7 +257,7 @@ class Gateway:
         deadline = anyio.current_time() + self.settings.request_timeout_seconds
         ahead = Ahead(partial(self._answer_parts, api, prepared))  # while the upstream thinks
         try:
-            first = await next_by(events, deadline)
+            first = await next_by(events, deadline, self.time_limit)
         except BaseException:
             ahead.cancel()
             await aclose_shielded(events)
@@ -268,7 +269,7 @@ class Gateway:
         if isinstance(first, MessageStart) and (early := warnings_of(first)):
             headers.update(dropped_headers([*prepared.reported, *early]))
         failed = ending(api, prepared, writer)
-        return StreamResult(chunks, headers, deadline, failed, failed.ended)
+        return StreamResult(chunks, headers, deadline, self.time_limit, failed, failed.ended)
 
     def _answer_parts(
         self, api: str, prepared: Prepared
@@ -372,15 +373,16 @@ def made_by(prepared: Prepared) -> ProviderRaw | None:
     return maker(provider, asked)
 
 
-async def next_by(events: AsyncIterator[T], deadline: float) -> T | None:
-    """The stream's next event (None at its end) within the request's deadline (a scope of
-    that deadline: no clock read, no context manager of anyio's around it)."""
+async def next_by(events: AsyncIterator[T], deadline: float, limit: TimeLimit) -> T | None:
+    """The stream's next event (None at its end) within the request's deadline, which
+    ``limit`` set (a scope of that deadline: no clock read, no context manager of anyio's
+    around it)."""
     with anyio.CancelScope(deadline=deadline):
         try:
             return await anext(events)
         except StopAsyncIteration:
             return None
-    raise GatewayTimeoutError(LATE)  # the scope caught its own cancellation: the deadline
+    raise limit.exceeded()  # the scope caught its own cancellation: the deadline
 
 
 async def aclose_shielded(events: AsyncIterator[Any]) -> None:

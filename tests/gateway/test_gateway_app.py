@@ -165,11 +165,13 @@ async def test_a_request_past_its_timeout_is_504(emulator: Emulator) -> None:
         headers = {"x-api-key": GATEWAY_KEY}
         reply = await client.post("/v1/messages", json=SAID, headers=headers)
         assert reply.status_code == 504 and reply.json()["error"]["type"] == "timeout_error"
+        said = "the gateway allows: 0.01 s (gateway.request_timeout_seconds)"
+        assert reply.json()["error"]["message"].endswith(said)  # the limit and its setting
         streamed = await client.post(
             "/v1/chat/completions", json={**SAID, "stream": True}, headers=headers
         )
         assert streamed.status_code == 200  # the first event came in time: the error ends it
-        assert '"code":"timeout"' in streamed.text
+        assert '"code":"timeout"' in streamed.text and said in streamed.text
 
 
 @pytest.mark.backend_independent(False)

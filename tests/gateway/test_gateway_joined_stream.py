@@ -12,11 +12,13 @@ import anyio
 import pytest
 
 from metis.errors import AdapterError
+from metis.gateway.errors import TimeLimit
 from metis.gateway.joined_stream import MAX_READY, JoinedStream
 from metis.gateway.metrics import Metrics
 from metis.gateway.service import StreamResult
 
 pytestmark = pytest.mark.anyio
+LATE_SAID = b"took longer than the gateway allows: 0.05 s (gateway.request_timeout_seconds)"
 SCOPE = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}}
 
 
@@ -28,6 +30,7 @@ def _stream(chunks: AsyncIterator[bytes], seconds: float = 60) -> tuple[JoinedSt
         chunks,
         {"Content-Type": "text/event-stream", "x-metis-path": "translated"},
         anyio.current_time() + seconds,
+        TimeLimit(seconds),
         failed,
     )
     metrics = Metrics()
@@ -138,7 +141,7 @@ async def test_a_stream_past_its_deadline_ends_with_the_apis_error_event() -> No
     bodies = await _served(stream)
     assert closed == [True]
     assert bodies[0] == _events(0)
-    assert bodies[-1].startswith(b"event: error") and b"longer than" in bodies[-1]
+    assert bodies[-1].startswith(b"event: error") and LATE_SAID in bodies[-1]
     assert metrics.errors == {("anthropic", "POST /v1/messages", "server_error"): 1}
 
 
@@ -214,5 +217,5 @@ async def test_a_deadline_during_a_write_while_a_read_waits_in_a_cancel_scope() 
     bodies = await _served(stream, send=send)
     assert ended == ["read cancelled", "ended"]
     assert bodies[0] == _events(0, 1)
-    assert bodies[-1].startswith(b"event: error") and b"longer than" in bodies[-1]
+    assert bodies[-1].startswith(b"event: error") and LATE_SAID in bodies[-1]
     assert metrics.errors == {("anthropic", "POST /v1/messages", "server_error"): 1}

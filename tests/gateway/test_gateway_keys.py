@@ -223,6 +223,27 @@ def test_two_gateways_over_one_redis_enforce_one_rate_and_one_budget(redis_url: 
 
 
 @pytest.mark.anyio
+async def test_a_budget_refusal_is_counted_as_budget_not_as_a_rate_limit() -> None:
+    """The operator tells a key past its budget from one over its rate in ``/metrics``; the
+    caller gets the 429 it always got."""
+    keys = [
+        {"name": "spent", "sha256": digest("spent-key"), "budget_usd": 0},
+        {"name": "fast", "sha256": digest("fast-key"), "requests_per_minute": 1},
+    ]
+    app = create_app(gateway_config(Emulator(), {"keys": keys}))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        spent = await client.post("/v1/messages", json=SAID, headers={"x-api-key": "spent-key"})
+        assert spent.status_code == 429 and spent.json()["error"]["type"] == "rate_limit_error"
+        for _ in range(2):
+            await client.post("/v1/messages", json=SAID, headers={"x-api-key": "fast-key"})
+        scraped = (await client.get("/metrics")).text
+    errors = 'metis_gateway_errors_total{api="anthropic",endpoint="POST /v1/messages",error_class='
+    assert errors + '"budget"} 1' in scraped
+    assert errors + '"rate_limit"} 1' in scraped
+
+
+@pytest.mark.anyio
 async def test_the_model_list_shows_a_key_only_what_it_may_use() -> None:
     keys = [
         {"name": "narrow", "sha256": digest("narrow-key"), "models": ["flash", "fallback"]},

@@ -274,7 +274,7 @@ async def test_places_redis_may_have_missed_are_kept_within_bounds(
             flaky.done = runs == "every"
         flaky.failing = False
         await keys.admit(state, "m")
-        given_back = flaky.scripts_args[-1][8:]  # after the script's own eight arguments
+        given_back = flaky.scripts_args[-1][9:]  # after the script's own nine arguments
         assert len(given_back) == MAX_OWED_LEASES
         first, latest = flaky.scripts_args[0][5], flaky.scripts_args[-2][5]  # refused leases
         assert (given_back[0], given_back[-1]) == (first, latest)

@@ -389,7 +389,7 @@ async def test_a_read_that_fails_at_the_deadline_ends_as_the_gateway_s_timeout()
     import anyio
 
     from metis.errors import AdapterError
-    from metis.gateway.errors import GatewayTimeoutError
+    from metis.gateway.errors import GatewayTimeoutError, TimeLimit
     from metis.gateway.models import Target
     from metis.gateway.passthrough import PassThrough
     from metis.gateway.passthrough_call import Passing
@@ -404,10 +404,11 @@ async def test_a_read_that_fails_at_the_deadline_ends_as_the_gateway_s_timeout()
     passing = Passing("responses", target, None, {}, True, made_by)
     passing.call = Call("req_1", "openai_responses", "gpt-5", "gpt-5")
     passing.call.deadline = anyio.current_time() - 0.001
+    passing.limit = TimeLimit(30)  # set with the call
     relay = passing.relay = ResponsesRelay("gpt5", None)
     exchange = _ReadPastTheDeadline()
     # nothing relayed yet: the failure is raised, for the caller's error reply with its status
-    with pytest.raises(GatewayTimeoutError, match="longer than the gateway allows"):
+    with pytest.raises(GatewayTimeoutError, match=r"allows: 30 s \(gateway\.request"):
         [chunk async for chunk in passer._chunks(passing, relay, exchange)]  # type: ignore[arg-type]
     assert exchange.closed
     passing.call.deadline = anyio.current_time() + 60  # before it, the read's own error stands

@@ -11,11 +11,13 @@ import anyio
 import pytest
 
 from metis.errors import AdapterError
+from metis.gateway.errors import TimeLimit
 from metis.gateway.metrics import Metrics
 from metis.gateway.relayed_stream import RelayedStream
 from metis.gateway.service import StreamResult
 
 pytestmark = pytest.mark.anyio
+LATE_SAID = b"took longer than the gateway allows: 0.05 s (gateway.request_timeout_seconds)"
 SCOPE = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}}
 
 
@@ -27,6 +29,7 @@ def _stream(chunks: AsyncIterator[bytes], seconds: float = 60, ended: bool = Fal
         chunks,
         {"Content-Type": "text/event-stream", "x-metis-path": "pass-through"},
         anyio.current_time() + seconds,
+        TimeLimit(seconds),
         failed,
         lambda: ended,
     )
@@ -113,7 +116,7 @@ async def test_a_stream_past_its_deadline_ends_with_the_apis_error_event() -> No
     assert closed == [True]
     last = sent[-1]
     assert last["more_body"] is False
-    assert last["body"].startswith(b"event: error") and b"longer than" in last["body"]
+    assert last["body"].startswith(b"event: error") and LATE_SAID in last["body"]
     assert metrics.errors == {("anthropic", "POST /v1/messages", "server_error"): 1}
 
 
@@ -136,7 +139,7 @@ async def test_a_stream_that_said_its_own_end_is_not_counted_again() -> None:
 
     stream, metrics = _stream(stalled(), seconds=0.05, ended=True)
     sent = await _served(stream)
-    assert b"longer than" in sent[-1]["body"]
+    assert LATE_SAID in sent[-1]["body"]
     assert not metrics.errors
 
 
@@ -178,5 +181,5 @@ async def test_a_stream_past_its_deadline_before_its_first_chunk_still_answers()
     sent = await _served(stream)
     assert closed == [True]
     assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 200
-    assert sent[-1]["more_body"] is False and b"longer than" in sent[-1]["body"]
+    assert sent[-1]["more_body"] is False and LATE_SAID in sent[-1]["body"]
     assert metrics.errors == {("anthropic", "POST /v1/messages", "server_error"): 1}
