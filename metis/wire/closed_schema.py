@@ -35,11 +35,12 @@ LIMITS = {
     "string": ("minLength", "maxLength"),
     "array": ("minItems", "maxItems"),
 }
-"""The limits of each type Anthropic's grammar refuses (its 400s: "For 'integer' type, property
-'minimum' is not supported", vkryukov/req_llm's object_basic fixture; "For 'string' type,
-property 'maxLength' is not supported", earendil-works/pi#9953; "For 'array' type, property
-'maxItems' is not supported", BerriAI/litellm#39115; "For 'array' type, 'minItems' values other
-than 0 or 1 are not supported", ghostlobster/memorize-everything#93)."""
+"""The limits of each type Anthropic's grammar refuses (the "JSON Schema limitations" of its
+structured-outputs documentation, and its 400s: "For 'integer' type, property 'minimum' is not
+supported", vkryukov/req_llm's object_basic fixture; "For 'string' type, property 'maxLength'
+is not supported", laravel/ai#715; "For 'array' type, property 'maxItems' is not supported",
+BerriAI/litellm#39115; "For 'array' type, 'minItems' values other than 0 or 1 are not
+supported", ghostlobster/memorize-everything#93)."""
 
 _ONE = ("items", "not", "additionalItems", "contains")
 _LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
