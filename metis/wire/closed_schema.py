@@ -7,8 +7,11 @@ Both APIs take ``strict: true`` on a tool (Anthropic's ``tools[].strict``, Conve
 optional (unlike OpenAI's strict mode, :mod:`metis.wire.strict_schema`).
 :func:`closed_schema_or_reason` adds the ``false`` where a schema leaves it out, and answers
 ``None`` with the reason where the schema lets an object take keys it does not name, which
-constrained decoding there cannot express. A number's limits (``minimum``, ``maximum``, ...),
-which Anthropic's grammar does not take, go as words of its description.
+constrained decoding there cannot express. The limits Anthropic's grammar does not take (a
+number's ``minimum``, ``maximum``, ..., a string's ``minLength`` and ``maxLength``, an array's
+``maxItems`` and a ``minItems`` other than 0 or 1: :func:`refused_limits`) go as words of its
+description, and a ``oneOf`` goes as the ``anyOf`` the grammar takes, as Anthropic's own SDK
+sends them (anthropic-sdk-python's ``transform_schema``).
 """
 
 from __future__ import annotations
@@ -24,8 +27,20 @@ from metis.wire.encoded_messages import sent_schema
 from metis.wire.strict_schema import Schema
 
 MAX_DEPTH = 64
-NUMERIC_LIMITS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 """Deeper than this the schema is not made strict (no model's tool schema is so deep)."""
+NUMERIC_LIMITS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+LIMITS = {
+    "integer": NUMERIC_LIMITS,
+    "number": NUMERIC_LIMITS,
+    "string": ("minLength", "maxLength"),
+    "array": ("minItems", "maxItems"),
+}
+"""The limits of each type Anthropic's grammar refuses (the "JSON Schema limitations" of its
+structured-outputs documentation, and its 400s: "For 'integer' type, property 'minimum' is not
+supported", vkryukov/req_llm's object_basic fixture; "For 'string' type, property 'maxLength'
+is not supported", laravel/ai#715; "For 'array' type, property 'maxItems' is not supported",
+BerriAI/litellm#39115; "For 'array' type, 'minItems' values other than 0 or 1 are not
+supported", ghostlobster/memorize-everything#93)."""
 
 _ONE = ("items", "not", "additionalItems", "contains")
 _LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
@@ -66,8 +81,12 @@ def _close(schema: Schema, path: str, depth: int) -> Schema:
     if depth > MAX_DEPTH:
         raise _Open(f"{path or '/'}: nested more than {MAX_DEPTH} deep")
     out = dict(schema)
-    if schema.get("type") in ("integer", "number"):
-        _limits_as_words(out)
+    if refused := refused_limits(schema):
+        _limits_as_words(out, refused)
+    if isinstance(schema.get("oneOf"), list):
+        if "anyOf" in schema:
+            raise _Open(f"{path or '/'}: takes oneOf beside anyOf (the grammar takes no oneOf)")
+        out["anyOf"] = out.pop("oneOf")
     if _is_object(schema):
         extra = schema.get("additionalProperties", False)
         if extra is not False:
@@ -79,8 +98,8 @@ def _close(schema: Schema, path: str, depth: int) -> Schema:
         if isinstance(schema.get(key), dict):
             out[key] = _close(schema[key], f"{path}/{key}", depth + 1)
     for key in _LISTS:
-        if isinstance(schema.get(key), list):
-            out[key] = [_sub(sub, f"{path}/{key}/{i}", depth) for i, sub in enumerate(schema[key])]
+        if isinstance(out.get(key), list):
+            out[key] = [_sub(sub, f"{path}/{key}/{i}", depth) for i, sub in enumerate(out[key])]
     for key in _MAPS:
         if isinstance(schema.get(key), dict):
             items = schema[key].items()
@@ -88,14 +107,21 @@ def _close(schema: Schema, path: str, depth: int) -> Schema:
     return out
 
 
-def _limits_as_words(out: Schema) -> None:
-    """A number's limits (``minimum``, ...), which Anthropic's grammar does not take (400 "For
-    'integer' type, property 'minimum' is not supported"), said in its description instead."""
-    said = [f"{key}: {json.dumps(out.pop(key))}" for key in NUMERIC_LIMITS if key in out]
-    if said:
-        described = out.get("description")
-        words = ", ".join(said)
-        out["description"] = f"{described} ({words})" if isinstance(described, str) else words
+def refused_limits(schema: Schema) -> list[str]:
+    """The keys of ``schema``'s limits Anthropic's grammar refuses (:data:`LIMITS`), in the
+    order the schema gives them: a ``minItems`` of 0 or 1 it takes."""
+    kind = schema.get("type")
+    named = LIMITS.get(kind, ()) if isinstance(kind, str) else ()
+    return [
+        key for key in schema if key in named and not (key == "minItems" and schema[key] in (0, 1))
+    ]
+
+
+def _limits_as_words(out: Schema, keys: list[str]) -> None:
+    """The limits ``keys`` of a schema, said in its description instead."""
+    words = ", ".join(f"{key}: {json.dumps(out.pop(key))}" for key in keys)
+    described = out.get("description")
+    out["description"] = f"{described} ({words})" if isinstance(described, str) else words
 
 
 def _sub(schema: Any, path: str, depth: int) -> Any:

@@ -1,7 +1,9 @@
 """Strict schemas Claude's grammar compiler refuses (metis/wire/anthropic/strict_limits.py,
 which the emulator refuses by), from clients of any API through the gateway to a Claude model:
 the output schema that breaks a rule is left out and a strict tool that does goes without
-``strict``, each named in ``x-metis-dropped``; the request is answered, never refused."""
+``strict``, each named in ``x-metis-dropped``; the request is answered, never refused. What
+Anthropic's own SDK rewrites (a limit as words, a ``oneOf`` as ``anyOf``) goes strict,
+rewritten."""
 
 from __future__ import annotations
 
@@ -110,10 +112,11 @@ async def test_the_limits_count_over_all_strict_schemas() -> None:
 
 
 async def test_the_emulator_refuses_what_the_gateway_leaves_out() -> None:
-    """The rules are Anthropic's: sent as the client wrote it, each is a 400."""
+    """The rules are Anthropic's: sent as the client wrote it, each is a 400 (what the
+    gateway sends rewritten too)."""
     emulator = Emulator()
     async with emulator.client() as direct:
-        for kind, schema in BROKEN.items():
+        for kind, schema in {**BROKEN, "rewritten": REWRITTEN}.items():
             closed = {**schema, "additionalProperties": False}
             strict = {"name": "tree", "strict": True, "input_schema": closed}
             body = {"model": "claude-sonnet-4-5", "max_tokens": 50, "messages": SAID}
@@ -145,3 +148,47 @@ async def test_a_strict_tool_sent_without_strict_anyway_is_not_counted() -> None
     sent = emulator.bodies("anthropic")[-1]["tools"]
     assert [t.get("strict") for t in sent] == [None] + [True] * 20
     assert "over 20" not in reply.headers["x-metis-dropped"]
+
+
+REWRITTEN = obj(
+    {
+        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+        "note": {"type": "string", "maxLength": 800, "description": "A note"},
+        "value": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+    }
+)
+"""What Anthropic's grammar refuses and its SDK rewrites (an array's maxItems, a string's
+maxLength as words; a oneOf as anyOf: anthropic-sdk-python's transform_schema)."""
+
+
+async def test_a_strict_tool_claudes_sdk_would_rewrite_goes_strict_rewritten() -> None:
+    """An OpenAI client's strict tool with a maxItems (experientiallabs/experiential#804: 18
+    requests in 6 hours refused, tools.0.custom: For 'array' type, property 'maxItems' is not
+    supported), a maxLength and a oneOf reaches Claude strict, as Anthropic's SDK sends it."""
+    emulator = Emulator()
+    for model, platform in (("sonnet", "anthropic"), ("haiku", "bedrock")):
+        reply = await chat(emulator, model, tools=[tool("tag", REWRITTEN)])
+        assert reply.status_code == 200, reply.text
+        assert "x-metis-dropped" not in reply.headers
+        body = emulator.bodies(platform)[-1]
+        tools = body.get("tools") or body["toolConfig"]["tools"]
+        [sent] = [t.get("toolSpec", t) for t in tools if "cachePoint" not in t]
+        schema = sent.get("input_schema") or sent["inputSchema"]["json"]
+        assert sent["strict"] is True
+        assert schema["properties"] == {
+            "tags": {"type": "array", "items": {"type": "string"}, "description": "maxItems: 3"},
+            "note": {"type": "string", "description": "A note (maxLength: 800)"},
+            "value": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        }
+
+
+async def test_a_one_of_beside_an_any_of_goes_without_strict_and_is_named() -> None:
+    emulator = Emulator()
+    both = {"oneOf": [{"type": "string"}], "anyOf": [{"type": "string"}, {"type": "null"}]}
+    reply = await chat(emulator, "sonnet", tools=[tool("tag", obj({"value": both}))])
+    assert reply.status_code == 200, reply.text
+    assert "strict" not in emulator.bodies("anthropic")[-1]["tools"][0]
+    assert reply.headers["x-metis-dropped"] == (
+        "tool.strict (tool 'tag' is sent without strict: /properties/value: takes oneOf beside "
+        "anyOf (the grammar takes no oneOf))"
+    )

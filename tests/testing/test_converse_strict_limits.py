@@ -67,6 +67,16 @@ REFUSED = {
         _schema({"age": {"type": "number", "maximum": 150}}, ["age"]),
         "output_config.format.schema: For 'number' type, property 'maximum' is not supported",
     ),
+    "a maxItems, in the second tool (litellm#39115)": (
+        [_tool("a", {}, []), _tool("b", {"tags": {"type": "array", "maxItems": 4}}, ["tags"])],
+        None,
+        "tools.1.custom: For 'array' type, property 'maxItems' is not supported",
+    ),
+    "a oneOf (harness-sdk#2664)": (
+        [_tool("a", {"v": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}, ["v"])],
+        None,
+        "tools.0.custom: Schema type 'oneOf' is not supported",
+    ),
 }  # fmt: skip
 
 

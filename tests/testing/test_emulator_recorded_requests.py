@@ -406,6 +406,29 @@ STRICT_REFUSED = {
         },
         "output_format.schema: For 'integer' type, property 'minimum' is not supported",
     ),
+    # experientiallabs/experiential#804 (api.anthropic.com, a strict tool with maxItems)
+    "a maxItems": (
+        [_strict_tool("m", {"tags": {"type": "array", "maxItems": 3}}, ["tags"])],
+        None,
+        "tools.0.custom: For 'array' type, property 'maxItems' is not supported",
+    ),
+    # ghostlobster/memorize-everything#93
+    "a minItems of 8": (
+        [_strict_tool("m", {"cards": {"type": "array", "minItems": 8}}, ["cards"])],
+        None,
+        "tools.0.custom: For 'array' type, 'minItems' values other than 0 or 1 are not supported",
+    ),
+    "a maxLength": (
+        [_strict_tool("m", {"note": {"type": "string", "maxLength": 800}}, ["note"])],
+        None,
+        "tools.0.custom: For 'string' type, property 'maxLength' is not supported",
+    ),
+    # strands-agents/harness-sdk#2664
+    "a oneOf": (
+        [_strict_tool("m", {"v": {"oneOf": [{"type": "string"}, {"type": "null"}]}}, ["v"])],
+        None,
+        "tools.0.custom: Schema type 'oneOf' is not supported",
+    ),
 }
 
 

@@ -1,16 +1,18 @@
 """What Anthropic's grammar compiler refuses of a request's strict schemas (its strict tools'
 input schemas and its output schema, closed as :mod:`metis.wire.closed_schema` closes them):
-more than 20 strict tools, a recursive definition, a property that is a bare ``true``, a
-numeric constraint, and more optional or union-typed parameters over all of them than it
-compiles (0xPlaygrounds/rig's strict_schema_limits and strict_schema_matrix cassettes,
-vkryukov/req_llm's object_basic fixtures: all 400). The emulator refuses by these rules and
-the gateway leaves out what breaks them (docs/gateway.md); the messages are Anthropic's."""
+more than 20 strict tools, a recursive definition, a property that is a bare ``true``, a limit
+of a number, a string's length or an array's size (``closed_schema.LIMITS``), a ``oneOf``, and
+more optional or union-typed parameters over all of them than it compiles (0xPlaygrounds/rig's
+strict_schema_limits and strict_schema_matrix cassettes, vkryukov/req_llm's object_basic
+fixtures, BerriAI/litellm#39115, strands-agents/harness-sdk#2664: all 400). The emulator
+refuses by these rules and the gateway leaves out what breaks them (docs/gateway.md); the
+messages are Anthropic's."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from metis.wire.closed_schema import NUMERIC_LIMITS
+from metis.wire.closed_schema import refused_limits
 
 MAX_STRICT_TOOLS, MAX_OPTIONAL, MAX_UNIONS = 20, 24, 16
 """Anthropic's limits over all of a request's strict schemas (rig's strict_schema_limits
@@ -74,8 +76,8 @@ def compile_problem(strict: list[tuple[str, Any]], tools: int) -> str | None:
 
 def schema_problem(schema: Any, counts: list[int]) -> str | None:
     """What the compiler refuses of one schema in itself (a recursive definition, a property
-    given as ``true``, a numeric constraint), or None; counts its optional (``counts[0]``) and
-    union-typed (``counts[1]``) properties on the way."""
+    given as ``true``, a limit it does not take, a ``oneOf``), or None; counts its optional
+    (``counts[0]``) and union-typed (``counts[1]``) properties on the way."""
     if isinstance(schema, dict) and (cycle := _cycle(schema)) is not None:
         return (
             f"Invalid schema: Circular reference detected in schema definitions: "
@@ -90,11 +92,10 @@ def _unsupported(schema: Any, counts: list[int]) -> str | None:
         return next((p for s in schema if (p := _unsupported(s, counts)) is not None), None)
     if not isinstance(schema, dict):
         return None
-    kind = schema.get("type")
-    if kind in ("integer", "number"):
-        taken = next((k for k in NUMERIC_LIMITS if k in schema), None)
-        if taken is not None:
-            return f"For '{kind}' type, property '{taken}' is not supported"
+    if (problem := _limit_problem(schema)) is not None:
+        return problem
+    if "oneOf" in schema:  # (strands-agents/harness-sdk#2664; it takes anyOf)
+        return "Schema type 'oneOf' is not supported"
     props = schema.get("properties")
     if isinstance(props, dict):
         if any(isinstance(sub, bool) for sub in props.values()):
@@ -110,6 +111,23 @@ def _unsupported(schema: Any, counts: list[int]) -> str | None:
         if (problem := _unsupported(sub, counts)) is not None:
             return problem
     return None
+
+
+def _limit_problem(schema: dict[str, Any]) -> str | None:
+    """The compiler's words for the limits of ``schema`` it does not take, or None: several
+    named at once, in order ("For 'integer' type, properties maximum, minimum are not
+    supported": earendil-works/pi#9953); a ``minItems`` other than 0 or 1 in words of its own
+    (ghostlobster/memorize-everything#93)."""
+    refused = refused_limits(schema)
+    if not refused:
+        return None
+    kind = schema["type"]
+    named = sorted(key for key in refused if key != "minItems")
+    if len(named) == 1:
+        return f"For '{kind}' type, property '{named[0]}' is not supported"
+    if named:
+        return f"For '{kind}' type, properties {', '.join(named)} are not supported"
+    return f"For '{kind}' type, 'minItems' values other than 0 or 1 are not supported"
 
 
 def _is_union(schema: Any) -> bool:
