@@ -43,12 +43,7 @@ _EXPORTS: dict[str, str] = {
         ],
         "metis.calls",
     ),
-    **dict.fromkeys(
-        [
-            "UnknownOptionError",
-        ],
-        "metis.core.options",
-    ),
+    **dict.fromkeys(["UnknownOptionError"], "metis.core.options"),
     **dict.fromkeys(
         [
             "Cost",
@@ -208,6 +203,7 @@ _EXPORTS: dict[str, str] = {
         "metis.telemetry",
     ),
     **dict.fromkeys(["AnyTool", "Tool", "arun_tools", "run_tools", "tool"], "metis.tools"),
+    "ToolLike": "metis.tools",
     "ToolError": "metis.tool_results",
 }
 """Every public name of ``metis``, and the module it is imported from on first use."""
@@ -374,6 +370,7 @@ if TYPE_CHECKING:
     from metis.tool_results import ToolError as ToolError
     from metis.tools import AnyTool as AnyTool
     from metis.tools import Tool as Tool
+    from metis.tools import ToolLike as ToolLike
     from metis.tools import arun_tools as arun_tools
     from metis.tools import run_tools as run_tools
     from metis.tools import tool as tool

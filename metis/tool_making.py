@@ -100,6 +100,9 @@ class Tool(Generic[P, R]):
 AnyTool = Tool[..., Any]
 """A tool of any signature: the type of a list of tools kept in a variable, which a type
 checker infers as ``list[object]`` when their signatures differ."""
+ToolLike = AnyTool | ToolDefinition | ServerToolLike | Callable[..., Any]
+"""One item of ``tools=``: a tool, a plain function, a :class:`ToolDefinition`, or a tool the
+provider runs itself (``WebSearch``, ...): the type of a list mixing them kept in a variable."""
 
 
 @overload

@@ -36,7 +36,7 @@ import inspect
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -48,12 +48,13 @@ from metis.model import CanonicalResponse, MessageComplete
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import ToolDefinition
 from metis.model.server_tools import ServerToolLike
-from metis.tool_making import AnyTool, Tool, tool, tool_list, tools_by_name
+from metis.tool_making import AnyTool, Tool, ToolLike, tool, tool_list, tools_by_name
 from metis.tool_results import failed, result_of, timed_out, unrunnable
 
 __all__ = [
     "AnyTool",
     "Tool",
+    "ToolLike",
     "arun_tool_call",
     "arun_tools",
     "checked_timeout",
@@ -64,7 +65,7 @@ __all__ = [
 
 async def arun_tools(
     reply: CanonicalResponse | Message | MessageComplete,
-    tools: Sequence[AnyTool | ToolDefinition | ServerToolLike | Callable[..., Any]],
+    tools: Sequence[ToolLike],
     *,
     timeout_seconds: float | None = None,
 ) -> Message:
@@ -90,7 +91,7 @@ async def arun_tools(
 
 def run_tools(
     reply: CanonicalResponse | Message | MessageComplete,
-    tools: Sequence[AnyTool | ToolDefinition | ServerToolLike | Callable[..., Any]],
+    tools: Sequence[ToolLike],
     *,
     timeout_seconds: float | None = None,
 ) -> Message:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar
 
 from pydantic import PydanticUserError, TypeAdapter, ValidationError
@@ -26,7 +26,7 @@ from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, To
 from metis.model.server_tools import ServerToolLike
 from metis.pipeline.settings import setting_named
 from metis.routing.router import Router
-from metis.tool_making import AnyTool, as_tool_definition, described_value, tool_list
+from metis.tool_making import ToolLike, as_tool_definition, described_value, tool_list
 from metis.tool_schemas import typed_dict_advice
 from metis.wire.knobs.reasoning import EFFORT_BUDGETS
 
@@ -47,7 +47,7 @@ class ModelOptions(TypedDict, total=False):
     docstring of :func:`metis.complete` says what each does."""
 
     system: str
-    tools: Sequence[AnyTool | ToolDefinition | ServerToolLike | Callable[..., Any]]
+    tools: Sequence[ToolLike]
     tool_choice: ToolChoice
     parallel_tool_calls: bool
     """False: at most one tool call a reply. Default: the provider's (several, where it can)."""

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from metis.catalog.price_rates import FAST_MODE, ModelPrice
 from metis.core.money import USD, USDAmount
+from metis.core.shown_fields import shown_fields
 from metis.model.response import TokenUsage
 from metis.model.tier import TierKind
 
@@ -62,6 +63,9 @@ class Cost(BaseModel):
     :data:`~metis.catalog.price_rates.FAST_MODE` times the standard rates; audio
     (``TokenUsage.input_audio_tokens``...) of a model with no audio rate priced as text;
     None when every rate was the table's."""
+
+    def __repr_args__(self) -> Iterator[tuple[str, Any]]:
+        return shown_fields(self)
 
     @property
     def priced(self) -> bool:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, TypedDict
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from metis.core.empty import empty_list
 from metis.core.money import USDAmount
+from metis.core.shown_fields import shown_fields
 from metis.model.base import Canonical
 from metis.model.citation import Citation
 from metis.model.content import (
@@ -36,6 +38,16 @@ class StopReason(Canonical):
     explanation: str | None = None
     """A refusal's explanation in words, where the provider gives one apart from the reply's
     text (Anthropic's ``stop_details.explanation``); None otherwise (and not dumped)."""
+
+    def __str__(self) -> str:
+        """The kind's word, and the provider's in parentheses where it differs:
+        ``max_tokens (length)``; ``repr`` gives every field that is set."""
+        if self.raw is None or self.raw == self.kind.value:
+            return self.kind.value
+        return f"{self.kind.value} ({self.raw})"
+
+    def __repr_args__(self) -> Iterator[tuple[str, Any]]:
+        return shown_fields(self)
 
     @model_serializer(mode="wrap")
     def _details_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -121,6 +133,9 @@ class TokenUsage(Canonical):
     output_audio_tokens: int = Field(default=0, ge=0)
     """The part of ``output_tokens`` that was audio (OpenAI's ``completion_tokens_details.
     audio_tokens``, Gemini's ``candidatesTokensDetails`` of modality ``AUDIO``), likewise."""
+
+    def __repr_args__(self) -> Iterator[tuple[str, Any]]:
+        return shown_fields(self)  # the counts that are not 0: TokenUsage(input_tokens=12)
 
     @model_serializer(mode="wrap")
     def _extras_only_when_any(self, handler: SerializerFunctionWrapHandler) -> Any:

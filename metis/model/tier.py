@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from enum import StrEnum
+from typing import Any
 
+from metis.core.shown_fields import shown_fields
 from metis.core.surrogates import clean
 from metis.model.base import Canonical
 
@@ -28,6 +31,16 @@ class ServiceTier(Canonical):
 
     kind: TierKind
     raw: str
+
+    def __str__(self) -> str:
+        """The kind's word, and the provider's in parentheses where it differs:
+        ``standard (default)``."""
+        if self.raw == self.kind.value:
+            return self.raw
+        return f"{self.kind.value} ({self.raw})"
+
+    def __repr_args__(self) -> Iterator[tuple[str, Any]]:
+        return shown_fields(self)
 
 
 _KINDS = {

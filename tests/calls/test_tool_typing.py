@@ -52,6 +52,11 @@ session = metis.Session("openai:gpt-4o", tools=[get_weather])
 TOOLS: list[metis.AnyTool] = [get_weather, lookup]  # unannotated, mypy joins them to object
 metis.Session("openai:gpt-4o", tools=TOOLS)
 metis.run_tools(reply, TOOLS)
+MIXED: list[metis.ToolLike] = [get_weather, metis.WebSearch(max_uses=3), len]
+metis.complete("openai:gpt-4o", "Weather?", tools=MIXED)
+metis.Session("openai:gpt-4o", tools=MIXED)
+metis.run_tools(reply, MIXED)
+NOT_TOOLS: list[metis.ToolLike] = ["get_weather"]  # type: ignore[list-item]
 metis.Sesion("openai:gpt-4o")  # type: ignore[attr-defined]
 metis.histories.from_openai_chat([{"role": "user", "content": "Hi"}])
 from metis.testing import Emulatr  # type: ignore[attr-defined]
@@ -77,7 +82,8 @@ def test_a_decorated_tool_keeps_its_signature_and_return_type(
     ignores (a wrong argument, an unknown one) were reported as unused. A misspelt name of
     ``metis`` or of its lazy subpackages (``metis.Sesion``, ``from metis.model import Mesage``)
     was ``Any`` to mypy, through their ``__getattr__``: its ignore was reported as unused,
-    and ``list[metis.AnyTool]``, a name ``metis`` did not have, passed as ``Any``."""
+    and ``list[metis.AnyTool]``, a name ``metis`` did not have, passed as ``Any``. A list of
+    tools and the provider's (``metis.WebSearch``) had no public type: ``metis.ToolLike``."""
     snippet = tmp_path / "snippet.py"
     snippet.write_text(textwrap.dedent(SNIPPET), encoding="utf-8")
     root = request.config.rootpath

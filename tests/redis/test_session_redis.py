@@ -460,10 +460,10 @@ async def test_a_store_on_a_cluster(cluster_ports: list[int], prefix: str) -> No
 async def test_a_server_that_is_down_is_a_network_error() -> None:
     port = free_port()  # nothing listens here
     started = time.monotonic()
-    store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=2)
+    store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=30)
     with pytest.raises(NetworkError, match=f"127.0.0.1:{port}") as caught:
         await store.provider_ids("s", "openai", ["tu_1"])
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10  # refused, not timed out: a loaded machine's margin
     assert caught.value.retryable
     with pytest.raises(NetworkError, match=f"127.0.0.1:{port}"):
         async with store:
@@ -560,7 +560,8 @@ def own_server(servers: RedisFactory) -> RedisProcess:
 
 @pytest.mark.anyio
 async def test_a_server_killed_and_restarted_mid_session(own_server: RedisProcess) -> None:
-    async with RedisToolIdStore(f"redis://127.0.0.1:{own_server.port}", timeout=2) as store:
+    # the restarted server answers a loaded machine late: 30 s is a bound on a hang
+    async with RedisToolIdStore(f"redis://127.0.0.1:{own_server.port}", timeout=30) as store:
         await store.remember("s", "openai", {"tu_1": "call_1"})
         own_server.kill()
         started = time.monotonic()
@@ -568,7 +569,7 @@ async def test_a_server_killed_and_restarted_mid_session(own_server: RedisProces
             await store.provider_ids("s", "openai", ["tu_1"])
         with pytest.raises(NetworkError):
             await store.remember("s", "openai", {"tu_2": "call_2"})
-        assert time.monotonic() - started < 4
+        assert time.monotonic() - started < 10  # refused, not timed out
         own_server.start()  # empty: it kept nothing
         assert await store.provider_ids("s", "openai", ["tu_1"]) == {}
         await store.remember("s", "openai", {"tu_2": "call_2"})
@@ -769,7 +770,7 @@ async def test_store_calls_end_at_the_calls_deadline_and_on_cancel(
             await anyio.sleep(0.2)
             started = time.monotonic()
             call.cancel.cancel()
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 10  # at once, not after the store's 30 s
         assert _store_warnings(caplog) == []
 
 
