@@ -27,6 +27,7 @@ from metis.model.content import (
     ThinkingBlock,
     ToolUseBlock,
 )
+from metis.wire.json_limits import loads
 from metis.wire.openai_chat.tool_calls import SIGNATURE
 
 PREFIX = "metis1."
@@ -77,7 +78,7 @@ def _tagged(given: str) -> tuple[list[Any], str] | None:
         return None
     tag, dot, opaque = given[len(PREFIX) :].partition(".")
     try:
-        read = json.loads(base64.urlsafe_b64decode(tag + "=" * (-len(tag) % 4)))
+        read = loads(base64.urlsafe_b64decode(tag + "=" * (-len(tag) % 4)))
     except (ValueError, binascii.Error, TypeError):
         return None
     return (read, opaque) if dot and isinstance(read, list) and len(read) >= 2 else None

@@ -43,6 +43,7 @@ from metis.model.dicts import MessageDict
 from metis.model.media import AudioBlock, DocumentBlock, VideoBlock
 from metis.stages.policy.tool_shim.tags import RESULT, RESULT_CLOSE
 from metis.wire.builder import INVALID_ARGUMENTS
+from metis.wire.json_limits import loads
 from metis.wire.media import project_attachments
 from metis.wire.opaque import place_of
 from metis.wire.openai_chat.encode import freeform_text
@@ -210,7 +211,7 @@ def call_arguments(
     as received, as a reply's are); the input is empty."""
     if isinstance(value, str):
         try:
-            parsed = json.loads(value or "{}")
+            parsed = loads(value or "{}")
         except ValueError:
             parsed = None
         if not isinstance(parsed, dict):

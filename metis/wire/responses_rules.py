@@ -7,10 +7,10 @@ and the reasoning items, and a chosen function, are rules the emulator reads too
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from metis.wire.json_limits import loads
 from metis.wire.media_rules import openai_responses_media_problems
 from metis.wire.refusal import Refusal
 
@@ -163,7 +163,7 @@ def item_problems(body: dict[str, Any], items: list[Any]) -> list[str]:
 def is_json_object(text: Any) -> bool:
     """Whether ``text`` parses as a JSON object (anything else, a non-string too: no)."""
     try:
-        return isinstance(json.loads(text), dict)
+        return isinstance(loads(text), dict)
     except (TypeError, ValueError):
         return False
 

@@ -25,6 +25,7 @@ from codecs import utf_8_decode
 
 from metis.errors import ProtocolError
 from metis.wire.framing.sse import MAX_EVENT_LENGTH, MAX_LINE_LENGTH, event_too_long
+from metis.wire.json_limits import loads
 
 
 class SSEDataDecoder:
@@ -223,7 +224,7 @@ def _error_data(value: str) -> str:
     each JSON dialect's reader raises as a classified error: the value's own ``error`` object
     where it has one, the value itself where it is an object, else its text as the message."""
     try:
-        said = json.loads(value)
+        said = loads(value)
     except ValueError:
         said = None
     if isinstance(said, dict) and isinstance(said.get("error"), dict):

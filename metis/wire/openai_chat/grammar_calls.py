@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from metis.wire.json_limits import loads
+
 UNNAMED = "tools"
 """The name TGI 1.4 gives the call its grammar made (no ``_name`` in the JSON)."""
 ERROR_TOOL = "notify_error"
@@ -37,7 +39,7 @@ def notified_error(calls: list[Any]) -> str | None:
     given = function.get("arguments")
     if given.__class__ is str:
         try:
-            given = json.loads(given)
+            given = loads(given)
         except ValueError:
             return None
     said = given.get("error") if given.__class__ is dict else None
@@ -61,7 +63,7 @@ class GrammarCall:
         if not self.pieces:
             return None
         try:
-            wrapped = json.loads("".join(self.pieces))
+            wrapped = loads("".join(self.pieces))
         except ValueError:
             return None
         function = wrapped.get("function") if wrapped.__class__ is dict else None
@@ -81,7 +83,7 @@ class GrammarCall:
         text = "".join(self.pieces)
         self.pieces = []
         try:
-            wrapped = json.loads(text)
+            wrapped = loads(text)
         except ValueError:
             return UNNAMED, text
         function = wrapped.get("function") if wrapped.__class__ is dict else None
