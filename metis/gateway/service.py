@@ -294,22 +294,25 @@ class Gateway:
         for the whole stream, not one per event). What it spent: charged to ``key``, and
         told in ``spent``."""
         used: tuple[str | None, TokenUsage | None] = (None, None)
-        cut = False
+        end: MessageComplete | None = None  # written once the stream is over, not before
         try:
             item = first
             while item is not None:
-                cut = isinstance(item, MessageComplete) and item.stop_reason.kind in FAILED_ENDINGS
-                if not cut:  # a stream cut short ends with its error event, not a normal end
-                    yield writer.feed(item)
+                if end is not None:  # an event after the end (a stage's): the end goes first
+                    yield await self._end(prepared, writer, end, response_id)
+                    end = None
                 if isinstance(item, MessageComplete):
                     charged = streamed_model(prepared.request.model, item)
                     used = (charged, item.usage)
                     self.metrics.usage(charged, item.usage)
-                    final = getattr(writer, "final", None) if response_id and not cut else None
-                    await self._completed(prepared, item, final)
+                    if item.warnings:
+                        log_dropped(prepared, warnings_of(item))
+                    end = item
+                else:
+                    yield writer.feed(item)
                 item = await anext(events, None)
-            if cut:  # the library raises the error after the ending: this one never came
-                raise ProtocolError("the stream ended with an error")
+            if end is not None:
+                yield await self._end(prepared, writer, end, response_id)
         except AdapterError as exc:
             self.metrics.error(api, exc)
             failed = error_reply(api, exc, prepared.request.request_id)
@@ -324,16 +327,22 @@ class Gateway:
             if key is not None:
                 await self.keys.release(key, *used)
 
-    async def _completed(
-        self, prepared: Prepared, complete: MessageComplete, final: dict[str, Any] | None
-    ) -> None:
-        """A stream's end: its reply kept with the ``response`` object it ended with
-        (Responses; none for a failed one)."""
+    async def _end(
+        self, prepared: Prepared, writer: BlockWriter, end: MessageComplete, response_id: str
+    ) -> bytes:
+        """A stream's last event, written once nothing came after it (a stage of the stack
+        may still fail the stream as it ends: then the stream ends with its error event
+        alone), its reply kept with the ``response`` object it ended with (Responses). A
+        stream cut short ends with its error event, not a normal end: the library raises
+        the error after this ending, so one that ends here never came."""
+        if end.stop_reason.kind in FAILED_ENDINGS:
+            raise ProtocolError("the stream ended with an error")
+        written = writer.feed(end)
+        final = getattr(writer, "final", None) if response_id else None
         if final is not None:
-            reply = Message(role=Role.ASSISTANT, content=complete.final_content)
+            reply = Message(role=Role.ASSISTANT, content=end.final_content)
             await remember(self.stored, prepared, reply, final)
-        if complete.warnings:
-            log_dropped(prepared, warnings_of(complete))
+        return written
 
 
 def ending(api: str, prepared: Prepared, writer: BlockWriter) -> Ending:
