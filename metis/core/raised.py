@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import anyio
 
-__all__ = ["Carried", "carrying", "first_raised", "is_cancellation", "uncarried"]
+__all__ = ["Carried", "carrying", "first_raised", "is_cancellation", "is_stray_cancel", "uncarried"]
 
 T = TypeVar("T")
 
@@ -60,6 +60,15 @@ def is_cancellation(raised: BaseException) -> bool:
         return True  # trio's Cancelled: only trio raises it
     task = asyncio.current_task()
     return task is None or task.cancelling() > 0
+
+
+def is_stray_cancel(raised: BaseException) -> bool:
+    """Whether ``raised`` is an asyncio ``CancelledError`` that is not the running task's
+    cancellation (one of a task the code awaited, cancelled elsewhere): that code's failure."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None or not isinstance(raised, asyncio.CancelledError):
+        return False
+    return not is_cancellation(raised)
 
 
 def uncarried(error: BaseException) -> BaseException:
