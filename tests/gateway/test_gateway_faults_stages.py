@@ -144,15 +144,18 @@ def cases(where: str) -> list[tuple[str, str, dict[str, Any], bool]]:
 RAISED = [ValueError("a bug of the stage"), OwnExit, asyncio.CancelledError]
 
 
+@pytest.mark.parametrize("model", ["flash", "fallback"])  # the model; a route through it
 @pytest.mark.parametrize("raised", RAISED, ids=["exception", "base_exception", "cancelled"])
 @pytest.mark.parametrize("where", ["before", "first", "midway", "end"])
 async def test_a_stage_that_raises_is_the_callers_api_error(
-    raised: Any, where: str, caplog: pytest.LogCaptureFixture
+    model: str, raised: Any, where: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Before: a BaseException or an unprompted CancelledError left the application (the
-    server's own text 500, or the stream cut); and a stage failing as the stream ended came
-    after its ``message_stop``, ``[DONE]`` or ``response.completed`` (the Responses reply
-    kept), passing the failed stream off as whole."""
+    server's own text 500, or the stream cut); a route's stream, read in a task of its own,
+    ended at an unprompted CancelledError as if whole (no error event, no good end); and a
+    stage failing as the stream ended came after its ``message_stop``, ``[DONE]`` or
+    ``response.completed`` (the Responses reply kept), passing the failed stream off as
+    whole."""
     Faulty.raised, Faulty.where = raised, where
     app = app_with_stages()
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
@@ -160,7 +163,7 @@ async def test_a_stage_that_raises_is_the_callers_api_error(
         for api, path, body, stream in cases(where):
             case = f"{api} stream={stream}"
             counted = errors_counted(app)
-            sent = {"model": "flash", **body, "stream": stream}
+            sent = {"model": model, **body, "stream": stream}
             reply = await gw.post(path, json=sent, headers=HEADERS)
             case += f": {reply.status_code} {reply.text[-300:]}"
             assert errors_counted(app) == counted + 1, case
@@ -178,17 +181,21 @@ async def test_a_stage_that_raises_is_the_callers_api_error(
     assert "gateway request failed" in caplog.text or "gateway stream failed" in caplog.text
 
 
+@pytest.mark.parametrize("model", ["flash", "fallback"])
 @pytest.mark.parametrize("raised", [KeyboardInterrupt, SystemExit])
 @pytest.mark.parametrize("where", ["before", "midway"])
 async def test_a_stage_asking_the_process_to_exit_is_not_swallowed(
-    raised: type[BaseException], where: str
+    model: str, raised: type[BaseException], where: str
 ) -> None:
+    """Raised out of the application from the request's own task (a route's stream, read in
+    a task of its own, let it out there: asyncio stops its loop on it, every other request
+    cut and its clean-up left undone)."""
     Faulty.raised, Faulty.where = raised, where
     app = app_with_stages()
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
     async with httpx.AsyncClient(transport=transport, base_url="http://gw", timeout=30) as gw:
         for _api, path, body, stream in cases(where):
-            sent = {"model": "flash", **body, "stream": stream}
+            sent = {"model": model, **body, "stream": stream}
             with pytest.raises(raised):
                 await gw.post(path, json=sent, headers=HEADERS)
 
