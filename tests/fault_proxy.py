@@ -28,6 +28,14 @@ import anyio
 from anyio.abc import SocketAttribute, SocketStream
 
 
+class _Step:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
 @dataclass(frozen=True)
 class Pause:
     """Send nothing for this long, then go on."""
@@ -49,6 +57,9 @@ class Forward:
     the answer (headers included), stop relaying and hold the connection open."""
 
     stall_after: int | None = None
+    then: _Step | None = None
+    """What comes after those bytes (None: the connection held open, silent; or RESET, CLOSE,
+    DRAIN)."""
 
 
 @dataclass(frozen=True)
@@ -58,17 +69,10 @@ class Notify:
     event: anyio.Event
 
 
-class _Step:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
 HANG = _Step("HANG")  # half-open: the connection stays up and nothing more is ever sent
 RESET = _Step("RESET")  # the connection is reset (RST), mid-answer if anything was sent
 CLOSE = _Step("CLOSE")  # the connection is closed cleanly (FIN) here
+DRAIN = _Step("DRAIN")  # nothing more sent; the connection read until the client closes it
 FORWARD = Forward()
 
 Step = bytes | Pause | Trickle | Forward | Notify | _Step
@@ -120,6 +124,9 @@ class FaultProxy:
         self.requests: list[SeenRequest] = []
         self.connections = 0
         self.relayed: list[int] = []  # bytes of each whole answer FORWARD relayed
+        self.answers: list[bytes] = []  # each answer FORWARD relayed, as far as it went
+        self.open = 0  # connections accepted and not yet ended
+        self.drained = 0  # DRAIN steps whose connection the client closed
 
     @property
     def url(self) -> str:
@@ -145,7 +152,13 @@ class FaultProxy:
 
     async def _serve_connection(self, stream: SocketStream) -> None:
         self.connections += 1
-        number = self.connections
+        self.open += 1
+        try:
+            await self._served(stream, self.connections)
+        finally:
+            self.open -= 1
+
+    async def _served(self, stream: SocketStream, number: int) -> None:
         buffer = bytearray()
         async with stream:
             while True:
@@ -180,6 +193,10 @@ class FaultProxy:
                 keep_open = await self._forward(step, stream, raw) and keep_open
             elif step is HANG:
                 await anyio.sleep_forever()
+            elif step is DRAIN:
+                await _drained(stream)
+                self.drained += 1
+                return False
             elif step is RESET:
                 await _reset(stream)
                 return False
@@ -199,6 +216,8 @@ class FaultProxy:
         ]
         request = b"\r\n".join([*lines, b"connection: close"]) + b"\r\n\r\n" + body
         sent = 0
+        answer = bytearray()
+        self.answers.append(b"")
         async with await anyio.connect_tcp(*self.upstream) as upstream:
             await upstream.send(request)
             async for received in upstream:
@@ -208,11 +227,25 @@ class FaultProxy:
                     data = data[:line_end] + b"connection: close\r\n" + data[line_end:]
                 if step.stall_after is not None and sent + len(data) >= step.stall_after:
                     await stream.send(data[: step.stall_after - sent])
-                    await anyio.sleep_forever()
+                    self.answers[-1] = bytes(answer + data[: step.stall_after - sent])
+                    if step.then is None:
+                        await anyio.sleep_forever()
+                    return await self._run([step.then], stream, raw)
                 await stream.send(data)
+                answer += data
                 sent += len(data)
         self.relayed.append(sent)
+        self.answers[-1] = bytes(answer)
         return False  # the upstream closed after its answer: so does this connection
+
+
+async def _drained(stream: SocketStream) -> None:
+    """Read (and drop) what the client sends until it closes the connection."""
+    try:
+        while True:
+            await stream.receive()
+    except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        return
 
 
 async def _read_request(stream: SocketStream, buffer: bytearray) -> bytes:

@@ -51,6 +51,7 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 1 
         "tests/gateway/test_gateway_embeddings.py",
         "tests/gateway/test_gateway_failure_metrics.py",
         "tests/gateway/test_gateway_faults_answers.py",
+        "tests/gateway/test_gateway_faults_stages.py",
         "tests/gateway/test_gateway_gemini_signatures.py",
         "tests/gateway/test_gateway_held_elsewhere.py",
         "tests/gateway/test_gateway_input_tokens.py",

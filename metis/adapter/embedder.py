@@ -35,6 +35,7 @@ from metis.adapter.embed_send import check_sizes, send_batch
 from metis.catalog.embedding_models import EmbeddingModel, embedding_model
 from metis.core.ids import new_request_id
 from metis.core.options import checked_init
+from metis.core.raised import carrying, first_raised
 from metis.core.secrets import install_httpx_log_filter
 from metis.errors import AdapterError, NotConfiguredError
 from metis.model.embeddings import (
@@ -181,9 +182,12 @@ class Embedder:
             run.arrived(chunk, embedded)
 
         limiter = anyio.CapacityLimiter(max(1, limits.concurrency))
-        async with anyio.create_task_group() as group:
-            for chunk in chunks:
-                group.start_soon(_limited, limiter, one, chunk)
+        try:  # what a request raises that is not an Exception goes on out as itself
+            async with anyio.create_task_group() as group:
+                for chunk in chunks:
+                    group.start_soon(carrying, _limited, limiter, one, chunk)
+        except BaseExceptionGroup as failed:
+            raise first_raised(failed) from None
         return run.result(self._served(model, wire_model), len(chunks))
 
     async def _send(

@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import anyio
 
-__all__ = ["Carried", "carrying", "first_raised", "uncarried"]
+__all__ = ["Carried", "carrying", "first_raised", "is_cancellation", "is_stray_cancel", "uncarried"]
 
 T = TypeVar("T")
 
@@ -42,23 +42,33 @@ async def carrying(function: Callable[..., Awaitable[T]], *args: object) -> T:
         return await function(*args)
     except Exception:
         raise
-    except anyio.get_cancelled_exc_class() as cancelled:
-        if _cancelling(cancelled):
-            raise
-        raise Carried(cancelled) from None
     except BaseException as raised:
+        if is_cancellation(raised):
+            raise
         raise Carried(raised) from None
 
 
-def _cancelling(cancelled: BaseException) -> bool:
-    """Whether ``cancelled`` is the task's cancellation: under asyncio, a CancelledError the
-    application raised (of a task it awaited, cancelled elsewhere) finds its own task asked
-    to cancel by no one, where a cancel scope or ``task.cancel()`` asks first."""
+def is_cancellation(raised: BaseException) -> bool:
+    """Whether ``raised`` is the running task's cancellation (the loop's cancelled exception,
+    its task asked to cancel). Under asyncio, a CancelledError the application raised (of a
+    task it awaited, cancelled elsewhere) finds its own task asked to cancel by no one, where
+    a cancel scope or ``task.cancel()`` asks first."""
+    if not isinstance(raised, anyio.get_cancelled_exc_class()):
+        return False
     asyncio = sys.modules.get("asyncio")  # imported by a loop raising its CancelledError
-    if asyncio is None or not isinstance(cancelled, asyncio.CancelledError):
+    if asyncio is None or not isinstance(raised, asyncio.CancelledError):
         return True  # trio's Cancelled: only trio raises it
     task = asyncio.current_task()
     return task is None or task.cancelling() > 0
+
+
+def is_stray_cancel(raised: BaseException) -> bool:
+    """Whether ``raised`` is an asyncio ``CancelledError`` that is not the running task's
+    cancellation (one of a task the code awaited, cancelled elsewhere): that code's failure."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None or not isinstance(raised, asyncio.CancelledError):
+        return False
+    return not is_cancellation(raised)
 
 
 def uncarried(error: BaseException) -> BaseException:

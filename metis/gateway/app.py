@@ -31,7 +31,7 @@ from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import recalled
 from metis.gateway.counting import COUNT_TOKENS, INPUT_TOKENS, count_tokens, input_tokens
 from metis.gateway.embeddings_api import answer_embeddings
-from metis.gateway.endings import DeadlineStream, until_disconnect, watched
+from metis.gateway.endings import DeadlineStream, answerable, until_disconnect, watched
 from metis.gateway.errors import (
     MethodNotAllowedError,
     RouteNotFoundError,
@@ -112,7 +112,9 @@ async def _guarded(
     except AdapterError as exc:
         gateway.metrics.error(api, exc, endpoint)
         failed = error_reply(api, exc, request_id())
-    except Exception:
+    except BaseException as exc:
+        if not answerable(exc):
+            raise
         gateway.metrics.error(api, "other", endpoint)
         log.exception("gateway request failed", extra={"event": "metis.gateway.error"})
         failed = error_reply(api, AdapterError("internal gateway error"), request_id())

@@ -17,6 +17,8 @@ import anyio
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from metis.core.raised import carrying, uncarried
+
 MAX_READY = 256
 """Chunks read ahead of the client at most; past this the reader waits for the writer."""
 
@@ -63,7 +65,7 @@ class CoalescingStream(StreamingResponse):
         gone: list[bool] = []  # the client disconnected: nothing more is sent
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(read)
+                group.start_soon(carrying, read)  # its own BaseException, not the group's
                 if receive is not None:
                     group.start_soon(_until_disconnect, receive, group.cancel_scope, gone)
                 while ready or not finished:
@@ -78,7 +80,7 @@ class CoalescingStream(StreamingResponse):
                 group.cancel_scope.cancel()  # the disconnect watch, once the body is read
         except BaseExceptionGroup as failed:  # the body's own error, as a plain stream raises it
             if len(failed.exceptions) == 1:
-                raise failed.exceptions[0] from None
+                raise uncarried(failed.exceptions[0]) from None
             raise
         if not gone:
             await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -24,7 +24,8 @@ from metis.gateway.endings import until_disconnect
 from metis.gateway.keys import KeyState
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.passthrough_call import Passing
-from metis.gateway.service import Gateway, Prepared, dropped_headers
+from metis.gateway.prepared import Prepared
+from metis.gateway.service import Gateway, dropped_headers
 from metis.gateway.store import Owner, owner_of
 from metis.pipeline.request import WireRequest
 

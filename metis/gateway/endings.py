@@ -14,6 +14,7 @@ import anyio
 import sniffio
 from starlette.requests import ClientDisconnect, Request
 
+from metis.core.raised import is_cancellation
 from metis.errors import AdapterError
 from metis.gateway.coalesce import CoalescingStream
 from metis.gateway.metrics import Metrics
@@ -53,8 +54,8 @@ class DeadlineStream(CoalescingStream):
                 await super().__call__(scope, receive, sending)
         except ClientDisconnect:  # ASGI 2.4: the client went away; no one is there to tell
             return
-        except Exception:
-            if not started:
+        except BaseException as exc:
+            if not started or not answerable(exc):
                 raise
             log.exception("gateway stream failed", extra={"event": "metis.gateway.error"})
             await self._end(AdapterError("internal gateway error"), send, started[-1])
@@ -71,6 +72,22 @@ class DeadlineStream(CoalescingStream):
             self.metrics.error(self.api, error)
         body = self.result.failed(error)
         await last_word(send, {"type": "http.response.body", "body": body, "more_body": False})
+
+
+def answerable(error: BaseException) -> bool:
+    """Whether ``error``, raised while a request is answered, is a failure the caller is told
+    in its API's shape (the gateway's own, when no error class names it): any but the
+    process's exit (``KeyboardInterrupt``, ``SystemExit``, never swallowed), a generator's
+    close and the task's cancellation. A stage's own ``BaseException``, or a
+    ``CancelledError`` no one cancelled the request for (of a task the stage awaited), is
+    such a failure: let out, the server would answer it in text of its own, or cut the stream."""
+    if isinstance(error, Exception):
+        return True
+    if isinstance(error, BaseExceptionGroup):
+        return all(answerable(inner) for inner in error.exceptions)
+    if isinstance(error, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+        return False
+    return not is_cancellation(error)
 
 
 async def last_word(send: Any, *messages: dict[str, Any]) -> None:
@@ -134,12 +151,14 @@ def _cancelling(scope: anyio.CancelScope) -> Callable[[asyncio.Task[None]], None
 async def _grouped(request: Request, work: Awaitable[T]) -> T | None:
     """:func:`until_disconnect` with ``work`` in a task of its own (trio)."""
     found: list[T] = []
-    failed: list[Exception] = []
+    failed: list[BaseException] = []
 
     async def run(scope: anyio.CancelScope) -> None:
         try:
             found.append(await work)
-        except Exception as exc:  # raised below, outside the task group (not in a group)
+        except BaseException as exc:  # raised below, outside the task group (not in a group)
+            if is_cancellation(exc):
+                raise
             failed.append(exc)
         finally:
             scope.cancel()

@@ -80,6 +80,9 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         """The head awaited: its time running out ends the connection."""
         self.body_timer: asyncio.TimerHandle | None = None
         """The body awaited: its time running out ends the connection."""
+        self.serving: Any = None
+        """The request whose application runs (uvicorn's ``cycle`` is the latest read: one
+        pipelined behind it, waiting its turn, when the client sent it early)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -91,7 +94,17 @@ class BoundedHeadProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._head_arrived()
         self._body_arrived()
+        serving = self.serving
+        if serving is not None and serving is not self.cycle and not serving.response_complete:
+            # uvicorn tells only its latest request: one pipelined behind the request in hand
+            # was told, and the request in hand waited on, its upstream call running, for good
+            serving.disconnected = True
+            serving.message_event.set()
         super().connection_lost(exc)
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        self.serving = cycle
+        super()._start_asgi_task(cycle, app)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

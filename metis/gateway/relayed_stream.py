@@ -27,7 +27,7 @@ import anyio.abc
 import sniffio
 
 from metis.errors import AdapterError
-from metis.gateway.endings import last_word
+from metis.gateway.endings import answerable, last_word
 from metis.gateway.metrics import Metrics
 from metis.gateway.service import StreamResult
 
@@ -84,10 +84,10 @@ class RelayedStream:
                 watch.cancel()
                 sent.append(True)
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
-            except Exception as exc:
+            except BaseException as exc:
                 if isinstance(exc, OSError) and _spec(scope) >= (2, 4):
                     return  # ASGI 2.4: the server's send says the client went away
-                if not sent:
+                if not sent or not answerable(exc):
                     raise
                 log.exception("gateway stream failed", extra={"event": "metis.gateway.error"})
                 await self._end(AdapterError("internal gateway error"), send, sent[-1])

@@ -21,17 +21,17 @@ from metis.gateway.keys import KeyState
 from metis.gateway.models import Target
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.passthrough_call import Passing
+from metis.gateway.prepared import Prepared
 from metis.gateway.service import (
     JsonResult,
-    Prepared,
     StreamResult,
     aclose_shielded,
     dropped_headers,
-    ending,
     log_dropped,
     next_by,
 )
 from metis.gateway.spent import Spent, spent_by
+from metis.gateway.stream_writers import ending, stream_writer
 from metis.routing.attempt import Attempt
 from metis.routing.router import Router
 
@@ -250,7 +250,7 @@ class Routed:
         except AdapterError as error:
             self._failed(attempt, error, served)
             raise
-        writer, response_id = gateway._writer(api, prepared)
+        writer, response_id = stream_writer(api, prepared)
         served.headers = {
             **STREAM_HEADERS,
             PATH_HEADER: "translated",

@@ -23,7 +23,6 @@ from metis.gateway import (
     anthropic_write,
     chat_api,
     chat_write,
-    responses_api,
     responses_items,
 )
 from metis.gateway.access import ACCESS
@@ -38,19 +37,18 @@ from metis.gateway.call_signatures import (
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import continued, remember
 from metis.gateway.errors import (
-    Ending,
     GatewayAuthError,
     TimeLimit,
 )
 from metis.gateway.errors import error_reply as error_reply  # the endpoints'
 from metis.gateway.frames import planned
 from metis.gateway.inbound import Inbound
-from metis.gateway.item_ids import GivenIds, given_ids
+from metis.gateway.item_ids import given_ids
 from metis.gateway.keys import KeyState, given_keys
 from metis.gateway.metrics import Metrics
 from metis.gateway.models import ModelTable, Target
+from metis.gateway.prepared import Prepared
 from metis.gateway.projection import lone_instructions, project
-from metis.gateway.provenance import maker
 from metis.gateway.reported import dropped_headers as dropped_headers  # the endpoints'
 from metis.gateway.reported import log_dropped as log_dropped
 from metis.gateway.reported import warnings_of
@@ -59,9 +57,9 @@ from metis.gateway.server_fit import ServerTools
 from metis.gateway.spent import Spent, spent_by, streamed_model
 from metis.gateway.sse import BlockWriter, new_id
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore
-from metis.model.content import Message, ProviderRaw, Role
+from metis.gateway.stream_writers import answer_parts, ending
+from metis.model.content import Message, Role
 from metis.model.events import MessageComplete, MessageStart, StreamEvent
-from metis.model.request import CanonicalRequest
 from metis.model.response import CanonicalResponse, StopKind, TokenUsage
 
 T = TypeVar("T")
@@ -90,25 +88,6 @@ class StreamResult:
     ended: Callable[[], bool] = lambda: False
     """Whether the stream made its own end already (its last event, or its own error event,
     counted where it was made): a cut that comes as it goes out is not counted again."""
-
-
-@dataclass(slots=True)
-class Prepared:
-    inbound: Inbound
-    target: Target
-    request: CanonicalRequest
-    dropped: list[str]
-    """What the request's projection on its model left out (metis.gateway.projection)."""
-    owner: Owner = ""
-    """The key whose Responses conversations it may continue and keeps (metis.gateway.store)."""
-    started: float = field(default_factory=time.monotonic)
-    ids: GivenIds | None = None
-    """A Responses request's items' ids known before its answer (metis.gateway.item_ids)."""
-
-    @property
-    def reported(self) -> list[str]:
-        """What the gateway left out of the request: the reader's, then the projection's."""
-        return [*self.inbound.said(), *self.dropped]
 
 
 READERS: dict[str, Callable[..., Inbound]] = {
@@ -255,7 +234,7 @@ class Gateway:
             await self.keys.admit(key, prepared.inbound.model)
         events = aiter(prepared.target.chat_model.stream(prepared.request))
         deadline = anyio.current_time() + self.settings.request_timeout_seconds
-        ahead = Ahead(partial(self._answer_parts, api, prepared))  # while the upstream thinks
+        ahead = Ahead(partial(answer_parts, api, prepared))  # while the upstream thinks
         try:
             first = await next_by(events, deadline, self.time_limit)
         except BaseException:
@@ -270,34 +249,6 @@ class Gateway:
             headers.update(dropped_headers([*prepared.reported, *early]))
         failed = ending(api, prepared, writer)
         return StreamResult(chunks, headers, deadline, self.time_limit, failed, failed.ended)
-
-    def _answer_parts(
-        self, api: str, prepared: Prepared
-    ) -> tuple[BlockWriter, str, dict[str, str]]:
-        """A stream's writer, its answer's id and its headers (metis.gateway.ahead)."""
-        message_id = new_id("msg_") if api == "anthropic" else None
-        writer, response_id = self._writer(api, prepared, message_id)
-        headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
-        headers.update(dropped_headers(prepared.reported))
-        return writer, response_id, headers
-
-    def _writer(
-        self, api: str, prepared: Prepared, message_id: str | None = None
-    ) -> tuple[BlockWriter, str]:
-        """``message_id``: a Messages stream's, when made ahead (else made as it starts)."""
-        model, maker = prepared.inbound.model, made_by(prepared)
-        if api == "anthropic":
-            return anthropic_write.MessageStream(model, maker, message_id), ""
-        if api == "chat":
-            options = prepared.inbound.options
-            include, legacy = (
-                bool(options.get("include_usage")),
-                bool(options.get("legacy_functions")),
-            )
-            return chat_write.ChunkStream(model, include, legacy), ""
-        response_id = new_id("resp_")
-        writer = responses_api.ResponseStream(prepared.inbound, model, response_id, maker)
-        return writer, response_id
 
     async def _chunks(
         self,
@@ -314,24 +265,25 @@ class Gateway:
         for the whole stream, not one per event). What it spent: charged to ``key``, and
         told in ``spent``."""
         used: tuple[str | None, TokenUsage | None] = (None, None)
-        cut = False
+        end: MessageComplete | None = None  # written once the stream is over, not before
         try:
             item = first
             while item is not None:
-                cut = isinstance(item, MessageComplete) and item.stop_reason.kind in FAILED_ENDINGS
-                if not cut:  # a stream cut short ends with its error event, not a normal end
-                    if isinstance(item, MessageComplete) and api != "chat":  # kept before told
-                        await keep_signed(self.signatures, prepared.owner, item.final_content)
-                    yield writer.feed(item)
+                if end is not None:  # an event after the end (a stage's): the end goes first
+                    yield await self._end(api, prepared, writer, end, response_id)
+                    end = None
                 if isinstance(item, MessageComplete):
                     charged = streamed_model(prepared.request.model, item)
                     used = (charged, item.usage)
                     self.metrics.usage(charged, item.usage)
-                    final = getattr(writer, "final", None) if response_id and not cut else None
-                    await self._completed(prepared, item, final)
+                    if item.warnings:
+                        log_dropped(prepared, warnings_of(item))
+                    end = item
+                else:
+                    yield writer.feed(item)
                 item = await anext(events, None)
-            if cut:  # the library raises the error after the ending: this one never came
-                raise ProtocolError("the stream ended with an error")
+            if end is not None:
+                yield await self._end(api, prepared, writer, end, response_id)
         except AdapterError as exc:
             self.metrics.error(api, exc)
             failed = error_reply(api, exc, prepared.request.request_id)
@@ -346,31 +298,29 @@ class Gateway:
             if key is not None:
                 await self.keys.release(key, *used)
 
-    async def _completed(
-        self, prepared: Prepared, complete: MessageComplete, final: dict[str, Any] | None
-    ) -> None:
-        """A stream's end: its reply kept with the ``response`` object it ended with
-        (Responses; none for a failed one)."""
+    async def _end(
+        self,
+        api: str,
+        prepared: Prepared,
+        writer: BlockWriter,
+        end: MessageComplete,
+        response_id: str,
+    ) -> bytes:
+        """A stream's last event, written once nothing came after it (a stage of the stack
+        may still fail the stream as it ends: then the stream ends with its error event
+        alone), its reply kept with the ``response`` object it ended with (Responses). A
+        stream cut short ends with its error event, not a normal end: the library raises
+        the error after this ending, so one that ends here never came."""
+        if end.stop_reason.kind in FAILED_ENDINGS:
+            raise ProtocolError("the stream ended with an error")
+        if api != "chat":  # its signatures kept before the client is told of the calls
+            await keep_signed(self.signatures, prepared.owner, end.final_content)
+        written = writer.feed(end)
+        final = getattr(writer, "final", None) if response_id else None
         if final is not None:
-            reply = Message(role=Role.ASSISTANT, content=complete.final_content)
+            reply = Message(role=Role.ASSISTANT, content=end.final_content)
             await remember(self.stored, prepared, reply, final)
-        if complete.warnings:
-            log_dropped(prepared, warnings_of(complete))
-
-
-def ending(api: str, prepared: Prepared, writer: BlockWriter) -> Ending:
-    """The bytes that end a translated stream the gateway cuts with an error."""
-    return Ending(api, prepared.request.request_id, writer)
-
-
-def made_by(prepared: Prepared) -> ProviderRaw | None:
-    """Who the thinking of a stream is made by, as the adapter records it (a route's model is
-    known only once it answers: None)."""
-    asked = prepared.request.model
-    provider = getattr(prepared.target.chat_model, "name", None)
-    if asked.startswith("route:") or not isinstance(provider, str):
-        return None
-    return maker(provider, asked)
+        return written
 
 
 async def next_by(events: AsyncIterator[T], deadline: float, limit: TimeLimit) -> T | None:

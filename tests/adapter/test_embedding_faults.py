@@ -5,11 +5,13 @@ requests of one call are a ProtocolError naming the sizes, never a result whose
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import httpx
 import pytest
+from sniffio import current_async_library as sniffio_library
 
 from metis.adapter.embedder import build_embedder
 from metis.errors import ProtocolError
@@ -60,3 +62,34 @@ async def test_vectors_of_the_size_asked_are_the_result() -> None:
     embedder = build_embedder("openai", api_key="k", http_client=answering([8, 8]))
     result = await embedder.embed(["a", "b"], model=MODEL, dimensions=8)
     assert result.dimensions == 8 and len(result) == 2
+
+
+class _OwnExit(BaseException):
+    """An application's own way out, raised where its client sends a request."""
+
+
+@pytest.mark.parametrize("raised", [asyncio.CancelledError, _OwnExit])
+async def test_a_request_raising_what_is_not_an_exception_is_not_a_shorter_result(
+    raised: type[BaseException],
+) -> None:
+    """A call split into two requests, the first raising a CancelledError no one cancelled
+    the call for (of a task its client awaited, cancelled elsewhere) or an application's own
+    BaseException: raised as it was. Before, anyio's task group dropped the CancelledError
+    as the request's own cancellation: a result of 952 vectors for 3000 inputs, and no error."""
+    if raised is asyncio.CancelledError and sniffio_library() != "asyncio":
+        pytest.skip("an asyncio CancelledError")
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        sent = json.loads(request.content)["input"]
+        if len(sent) == 2048:
+            raise raised()
+        data = [
+            {"object": "embedding", "index": i, "embedding": [0.5] * 8} for i in range(len(sent))
+        ]
+        body = {"object": "list", "data": data, "model": MODEL, "usage": {"prompt_tokens": 2}}
+        return httpx.Response(200, content=json.dumps(body).encode())
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    embedder = build_embedder("openai", api_key="k", http_client=client)
+    with pytest.raises(raised):
+        await embedder.embed(["a"] * 3000, model=MODEL, concurrency=2)

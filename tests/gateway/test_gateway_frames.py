@@ -16,7 +16,8 @@ import pytest
 from metis.errors import InvalidRequestError
 from metis.gateway import anthropic_api, frames
 from metis.gateway.config import GatewayConfig
-from metis.gateway.service import Gateway, Prepared
+from metis.gateway.prepared import Prepared
+from metis.gateway.service import Gateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("kept_from_first_read")]
 

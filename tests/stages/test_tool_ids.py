@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -615,7 +616,7 @@ def test_the_default_limit_is_forty() -> None:
 class _BrokenStore:
     """A store whose every call fails, or hangs until cancelled."""
 
-    def __init__(self, failure: Exception | None = None) -> None:
+    def __init__(self, failure: BaseException | None = None) -> None:
         self.failure = failure
         self.calls: list[str] = []
 
@@ -646,10 +647,13 @@ def _store_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]
         NetworkError("redis 127.0.0.1:6379: connection refused"),
         RuntimeError("a store with a bug"),
         KeyError("tu_1"),
+        # of a task the store awaited, cancelled elsewhere; no one cancelled the call (before:
+        # it ended the call, the reply that arrived lost, and a session's turn taken back out)
+        asyncio.CancelledError(),
     ],
 )
 async def test_a_store_that_fails_costs_neither_the_request_nor_the_reply(
-    failure: Exception, caplog: pytest.LogCaptureFixture
+    failure: BaseException, caplog: pytest.LogCaptureFixture
 ) -> None:
     cid = new_tool_id()
     store, sink = _BrokenStore(failure), ListSink()
@@ -680,6 +684,19 @@ async def test_a_store_that_fails_costs_neither_the_request_nor_the_reply(
     assert isinstance(event, ToolIdStoreFailed)
     expected_class = "network" if isinstance(failure, NetworkError) else "other"
     assert event.error_class == expected_class and event.request_id == "req_1"
+
+
+class _OwnExit(BaseException):
+    """An application's own way out, raised by its store."""
+
+
+@pytest.mark.anyio
+async def test_a_stores_own_base_exception_is_let_out() -> None:
+    store = _BrokenStore(_OwnExit())
+    stage = bound(ToolIds(prefix="toolu_"), store=store, telemetry=ListSink())
+    reply = _tool_events(("toolu_A", "weather", {}))
+    with pytest.raises(_OwnExit):
+        await drive(stage, _history(new_tool_id()), make_call(), reply)
 
 
 @pytest.mark.backend_independent(False)

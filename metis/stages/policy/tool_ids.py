@@ -27,6 +27,7 @@ from typing import TypeVar
 import anyio
 
 from metis.core.ids import derive_provider_tool_id, new_tool_id
+from metis.core.raised import is_stray_cancel
 from metis.errors import (
     AdapterError,
     CancelledError,
@@ -316,8 +317,9 @@ async def _store_call(
     call: Call, sink: TelemetrySink, operation: str, action: Callable[[], Awaitable[T]]
 ) -> T | None:
     """``action``'s result, or None when the store failed or the call's cancel or deadline cut
-    it off. A failure is reported; a cancel is the caller's choice, not the store's failure."""
-    failure: Exception
+    it off. A failure is reported; a cancel is the caller's choice, not the store's failure
+    (an asyncio CancelledError no one cancelled the call for is the store's failure)."""
+    failure: BaseException
     try:
         with call.cancel.guard(call.deadline) as scope:
             result = await action()
@@ -326,7 +328,9 @@ async def _store_call(
         failure = NetworkError(_PAST_DEADLINE)
     except CancelledError:
         return None
-    except Exception as exc:
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and not is_stray_cancel(exc):
+            raise
         if call.cancel.cancelled:
             return None  # the store turned the cancel into an error of its own
         past_deadline = anyio.current_time() >= call.deadline
@@ -336,7 +340,7 @@ async def _store_call(
 
 
 def _report_store_failure(
-    call: Call, sink: TelemetrySink, operation: str, failure: Exception
+    call: Call, sink: TelemetrySink, operation: str, failure: BaseException
 ) -> None:
     if isinstance(failure, AdapterError):
         error_class, message = failure.error_class.value, failure.message
