@@ -27,7 +27,8 @@ def _overflow() -> re.Pattern[str]:
         r"context[ _]length|context window|maximum context|too many tokens|prompt is too long"
         r"|input is too long|reduce the length|exceeds? the (model'?s? )?(context|maximum"
         r" (allowed )?(number of )?(tokens?|bytes|context|input|prompt|length))"
-        r"|request_too_large|tokens? (limit|exceed)|exceeds the available context",
+        r"|request_too_large|tokens? (limit|exceed)|exceeds the available context"
+        r"|maximum prompt length|too many total text bytes",  # xAI's, Anthropic's
         re.IGNORECASE,
     )
 
