@@ -27,9 +27,15 @@ def _overflow() -> re.Pattern[str]:
         r"context[ _]length|context window|maximum context|too many tokens|prompt is too long"
         r"|input is too long|reduce the length|exceeds? the (model'?s? )?(context|maximum"
         r" (allowed )?(number of )?(tokens?|bytes|context|input|prompt|length))"
-        r"|request_too_large|tokens? (limit|exceed)|exceeds the available context",
+        r"|request_too_large|tokens? (limit|exceed)|exceeds the available context"
+        r"|maximum prompt length|too many total text bytes",  # xAI's, Anthropic's
         re.IGNORECASE,
     )
+
+
+@functools.cache
+def _bad_key_text() -> re.Pattern[str]:
+    return re.compile(r"\b(incorrect|invalid) api key\b|\bapi key not valid\b", re.IGNORECASE)
 
 
 @functools.cache
@@ -142,7 +148,8 @@ def http_error(
 
     ``error_class`` from the body wins over the status mapping, except that a 401 or 403 is
     always ``auth`` (OpenAI-compatible servers answer a bad key with a 401 typed
-    ``invalid_request_error``); with neither, an error inside a stream is a server error. A
+    ``invalid_request_error``), and so is an invalid request saying its API key is incorrect or
+    invalid (xAI's 400); with neither, an error inside a stream is a server error. A
     503, or an error inside a stream, that is a server error saying it is overloaded is
     ``overloaded``, and an invalid request whose text says the context is too long is a
     context overflow.
@@ -157,8 +164,10 @@ def http_error(
     said = server_says_retry(headers)
     if said is not None:
         retryable = said
-    if status in (401, 403):
-        cls = ErrorClass.AUTH
+    if status in (401, 403) or (
+        cls is ErrorClass.INVALID_REQUEST and _bad_key_text().search(message)
+    ):
+        cls = ErrorClass.AUTH  # xAI answers a wrong key with a 400 that says so
     overloaded = cls is ErrorClass.SERVER_ERROR and _overloaded_text().search(message)
     if status in (503, None) and overloaded:  # (OpenAI's: type server_error, said overloaded)
         cls = ErrorClass.OVERLOADED
@@ -216,8 +225,9 @@ def openai_error_fields(data: Any) -> tuple[str, str | None, str | None] | None:
         return None
     flat = data.get("object") == "error" or data.get("type") == "error"
     error = data.get("error") or (data if flat else None)
-    if isinstance(error, str):
-        return error, None, None
+    if isinstance(error, str):  # xAI's {"code": "invalid-argument", "error": "..."}
+        code = data.get("code")
+        return error, None if code is None else str(code), None
     if not isinstance(error, dict):
         return None
     code, kind = error.get("code"), error.get("type")

@@ -61,6 +61,12 @@ ANTHROPIC_CASES = [
         ),
         ErrorClass.CONTEXT_OVERFLOW,
     ),
+    (  # crmne/ruby_llm chat_real_error_scenarios_anthropic_..._context_length_exceeded_errors
+        anthropic_error(
+            400, "invalid_request_error", "too many total text bytes: 10000002 > 9000000"
+        ),
+        ErrorClass.CONTEXT_OVERFLOW,
+    ),
     (
         anthropic_error(400, "invalid_request_error", "max_tokens: must be positive"),
         ErrorClass.INVALID_REQUEST,
@@ -92,6 +98,14 @@ OPENAI_CASES = [
     (
         openai_error(
             400, "context_length_exceeded", "This model's maximum context length is 128000 tokens."
+        ),
+        ErrorClass.CONTEXT_OVERFLOW,
+    ),
+    (  # xAI's words: crmne/ruby_llm chat_real_error_scenarios_xai_grok-3-mini_...
+        openai_error(
+            400,
+            None,
+            "This model's maximum prompt length is 131072 but the request contains 625078 tokens.",
         ),
         ErrorClass.CONTEXT_OVERFLOW,
     ),

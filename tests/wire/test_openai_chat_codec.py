@@ -783,6 +783,9 @@ CLASSIFIED = [
     (503, "That model is currently overloaded", "server_error", None, ErrorClass.OVERLOADED),
     (503, "We are at capacity", None, None, ErrorClass.OVERLOADED),
     (503, "Service unavailable", None, None, ErrorClass.SERVER_ERROR),
+    # Perplexity's overflow: crmne/ruby_llm chat_real_error_scenarios_perplexity_sonar_...
+    (400, "The total length of all messages is too long.", "too_many_prompt_tokens", None,
+     ErrorClass.CONTEXT_OVERFLOW),
 ]  # fmt: skip
 
 

@@ -1285,6 +1285,16 @@ def test_http_errors_are_classified(
     assert error.provider_message == message
 
 
+def test_xais_400_for_a_wrong_key_is_an_auth_error_with_its_code() -> None:
+    """xAI answers a wrong key with a 400 whose ``error`` is the message itself and whose
+    ``code`` is beside it (crmne/ruby_llm chat_error_handling_with_xai_..._auth_error.yml)."""
+    said = "Incorrect API key provided. You can obtain an API key from https://console.x.ai."
+    body = json.dumps({"code": "invalid-argument", "error": said}).encode()
+    error = codec.error_from_http(400, {}, body)
+    assert type(error) is AuthError and error.provider_status == 400
+    assert (error.provider_message, error.provider_code) == (said, "invalid-argument")
+
+
 def test_insufficient_quota_is_rate_limit_but_not_retryable() -> None:
     error = http(429, "insufficient_quota", "You exceeded your current quota")
     assert error.error_class is ErrorClass.RATE_LIMIT and error.retryable is False

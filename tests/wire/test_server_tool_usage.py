@@ -190,3 +190,27 @@ def test_gemini_searches_count_as_google_bills_them(model: str, billed: int) -> 
 def test_the_recorded_gemini_search_is_counted() -> None:
     usage = gemini_stream(*recorded_objects(GEMINI_SEARCH))
     assert usage.server_tools == ServerToolRequests(web_search=1)  # "weather in San Francisco"
+
+
+def test_openrouters_chat_web_searches_are_counted() -> None:
+    """OpenRouter's Chat Completions usage counts its web search's requests in
+    ``server_tool_use_details`` (crmne/ruby_llm's recorded openai/gpt-5.2 search: 3)."""
+    codec = stack_codec("openrouter")
+    usage = {
+        "prompt_tokens": 900,
+        "completion_tokens": 40,
+        "total_tokens": 940,
+        "server_tool_use_details": {"web_search_requests": 3},
+    }
+    body = {
+        "id": "gen-1",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "4.0.6"},
+             "finish_reason": "stop"}
+        ],
+        "usage": usage,
+    }  # fmt: skip
+    builder = MessageBuilder("openrouter", "openrouter:openai/gpt-5.2")
+    done = completed(codec.parse_body(body, builder))
+    assert done.server_tools == ServerToolRequests(web_search=3)
+    assert (done.input_tokens, done.output_tokens) == (900, 40)

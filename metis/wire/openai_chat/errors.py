@@ -21,6 +21,7 @@ _CODE_CLASSES = {
     "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
     "insufficient_quota": ErrorClass.RATE_LIMIT,  # not retryable: see chat_error
     "context_length_exceeded": ErrorClass.CONTEXT_OVERFLOW,
+    "too_many_prompt_tokens": ErrorClass.CONTEXT_OVERFLOW,  # Perplexity's type
     "invalid_api_key": ErrorClass.AUTH,
     "model_not_found": ErrorClass.INVALID_REQUEST,
 }

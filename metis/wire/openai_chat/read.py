@@ -13,7 +13,8 @@ Sans-IO helpers for :mod:`metis.wire.openai_chat`'s parsers:
   compatible server) is a ``tool_use`` stop.
 - a whole reply with an empty ``finish_reason`` (Snowflake Cortex) or none (OpenRouter relaying
   some providers): its end, by its tool calls or as a turn's end.
-- usage with cache writes (``prompt_tokens_details.cache_write_tokens``).
+- usage with cache writes (``prompt_tokens_details.cache_write_tokens``), and the web searches
+  OpenRouter's web search made (``usage.server_tool_use_details.web_search_requests``).
 - tool calls without an ``id``: one is minted; an ``id`` that is a whole number (Text Generation
   Inference 1.4) is read as its digits.
 - one reply split into ``choices`` that name no ``index`` (GitHub Copilot: a Claude model's
@@ -32,7 +33,7 @@ from typing import Any
 
 from metis.core.ids import new_ulid
 from metis.model.content import ContentBlock, OpaqueBlock, TextBlock, ThinkingBlock
-from metis.model.response import StopKind, StopReason
+from metis.model.response import ServerToolRequests, StopKind, StopReason
 from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
 from metis.wire.opaque import place_of
@@ -233,6 +234,12 @@ def read_usage(
             reasoning_tokens=reasoning,
             **audio_counts(details, output, provider),
         )
+        server = object_value(
+            usage.get("server_tool_use_details") or {}, "usage.server_tool_use_details"
+        )
+        if server.get("web_search_requests") is not None:
+            searches = token_count(server["web_search_requests"], "web_search_requests", provider)
+            builder.usage(server_tools=ServerToolRequests(web_search=searches))
 
 
 def tool_call_id(item: dict[str, Any]) -> str:
