@@ -84,14 +84,10 @@ def _load_search_profile() -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: a worker per core and two more, which run while others wait on a socket, a
-    subprocess or a timer (measured on two loaded cores: 4:09 of wall with three workers,
-    6:52 with two; 183 s of CPU against 171 s, a worker's collection being the difference).
-    Many of the default run's tests wait on timers and sockets: three workers kept two quiet
-    cores busy about two thirds of the run (a fresh clone's run is ~125 s of CPU; 88-96 s of
-    wall on the quiet machine); a fourth costs ~6 s of CPU (its start, its share of the
-    collection) and computes while the others wait."""
-    return len(os.sched_getaffinity(0)) + 2
+    """``-n auto``: a worker per core and one more, which runs while another waits on a socket,
+    a subprocess or a timer (measured on two loaded cores: 4:09 of wall with three workers,
+    6:52 with two; 183 s of CPU against 171 s, a worker's collection being the difference)."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 @pytest.hookimpl(optionalhook=True)
