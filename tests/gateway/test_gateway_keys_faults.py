@@ -382,12 +382,13 @@ async def test_a_spend_in_redis_no_gateway_wrote_is_a_classified_error(
 
 @pytest.mark.backend_independent(False)
 async def test_a_redis_that_does_not_answer_as_a_key_settles_does_not_hold_the_answer(
-    redis_url: str, caplog: pytest.LogCaptureFixture
+    redis_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A Redis that ran the settlement but whose reply does not come (a DEBUG SLEEP, a link
     that went quiet): the request's end waits a bounded time, not the store's (before: the
     answer's last bytes waited for Redis, up to its retries' 15 s, or for good); the place
     and the charge are settled, once, at the key's next request."""
+    from metis.gateway import keys as keys_module
     from metis.gateway.app import redis_client
     from metis.gateway.keys import price
     from metis.model.response import TokenUsage
@@ -397,8 +398,10 @@ async def test_a_redis_that_does_not_answer_as_a_key_settles_does_not_hold_the_a
         flaky, keys, state = team_keys(client, max_concurrent=1)
         await keys.admit(state, "m")
         flaky.stalling = True
+        monkeypatch.setattr(keys_module, "SETTLE_SECONDS", 0.5)  # the 5 s, shorter for the test
         await keys.release(state, "openai:gpt-4o", usage)
-        assert "did not answer" in caplog.text  # before: it waited the 20 s for the reply
+        assert "did not answer within 0.5 s" in caplog.text  # before: it waited the 20 s
+        monkeypatch.undo()
         flaky.stalling = False
         await keys.admit(state, "m")  # its one place given back
         assert await keys.spent("team") == price("openai:gpt-4o", usage)

@@ -170,6 +170,8 @@ async def test_workers_share_requests_per_minute_through_redis(
     limits = Limits(requests_per_minute=20, on_limit="fail")
     clock = Clock()  # no refill while the calls run, however slowly they go
     async with coredis.Redis(port=redis_port) as one, coredis.Redis(port=redis_port) as two:
+        # Redis's answer waited for as long as the test may run: on a loaded machine one
+        # slower than the router's 1 s made a worker count alone (40 admitted, at load 25)
         workers = [
             Limiter(
                 "openai", limits, patient(RedisBuckets(client, prefix=redis_prefix, clock=clock))

@@ -18,7 +18,7 @@ from ..fakes import anthropic_start, sse
 from ..fault_proxy import FaultProxy, Pause, chunk, chunked_head
 from .test_deadlines import SLACK, adapter_for, request, timed
 
-DEADLINE = 1.5
+DEADLINE = 1.0  # twice the idle timeout below, which the keep-alives (every PACE) never let run out
 PACE = 0.05
 STEPS = 400  # 20 s of keep-alives: far past the deadline, and still an end if nothing bounds it
 
