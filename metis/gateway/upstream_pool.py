@@ -12,9 +12,7 @@ was most of a paced pass-through request's CPU; benchmarks/README.md, "Results, 
 one pass (metis/transport/pool_scan.py). The lean transport's pools keep a spare connection
 to each upstream, opened while the request that took the last idle one goes on, so that a
 stream beyond those in flight so far does not wait for a connection of its own to open
-(metis/transport/http1_pool.py; benchmarks/README.md, "Results, 2026-11-30 (gwtail)"), and
-let a response's first reads go before the later reads of streams already under way
-(metis/transport/http1_protocol.py; benchmarks/README.md, "Results, 2026-11-28 (gwtail)").
+(metis/transport/http1_pool.py; benchmarks/README.md, "Results, 2026-11-30 (gwtail)").
 """
 
 from __future__ import annotations
@@ -36,5 +34,4 @@ def upstream_client(timeout_seconds: float) -> httpx.AsyncClient:
     transport = own_transport(client)
     if isinstance(transport, LeanTransport):
         transport.keep_spare()
-        transport.first_reads_first()
     return send_directly(client, keep_cookies=False)

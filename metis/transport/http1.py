@@ -33,7 +33,7 @@ import httpx
 
 from metis.transport import connect
 from metis.transport.http1_pool import Origin, Pool
-from metis.transport.http1_protocol import FirstReads, Http1Connection
+from metis.transport.http1_protocol import Http1Connection
 
 _PORTS = {"http": 80, "https": 443}
 _VERSIONS = {"1.1": b"HTTP/1.1", "1.0": b"HTTP/1.0"}
@@ -138,20 +138,12 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._socket_options = tuple(socket_options)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._spare = False
-        self._first_reads_first = False
         self._pool = Pool(limits)
         self._fallback: httpx.AsyncHTTPTransport | None = None
 
     def keep_spare(self) -> None:
         """Its pools keep a spare connection to each origin (metis.transport.http1_pool)."""
         self._spare = self._pool.spare = True
-
-    def first_reads_first(self) -> None:
-        """Its connections let a response's first reads go before the later reads of
-        responses already begun (metis.transport.http1_protocol): a stream's first bytes are
-        not written behind other streams' next events that came with them."""
-        self._first_reads_first = True
-        self._pool.first_reads = FirstReads()
 
     def carries(self, request: httpx.Request) -> bool:
         """Whether this transport sends ``request`` itself, not the usual one (the module)."""
@@ -223,7 +215,6 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 self._loop.call_soon_threadsafe(self._pool.close)
             self._loop = loop
             self._pool = Pool(self._limits, self._spare)
-            self._pool.first_reads = FirstReads() if self._first_reads_first else None
         return self._pool
 
     async def _open(
@@ -258,7 +249,6 @@ class LeanTransport(httpx.AsyncBaseTransport):
             if not isinstance(exc, (OSError, ssl.SSLError)):
                 raise
             raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
-        connection.first_reads = self._pool.first_reads
         return connection
 
     async def aclose(self) -> None:

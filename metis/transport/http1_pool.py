@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from metis.transport.http1_protocol import FirstReads, Http1Connection
+from metis.transport.http1_protocol import Http1Connection
 
 Origin = tuple[str, str, int]
 """(scheme, host, port)"""
@@ -55,8 +55,6 @@ class Pool:
         self.spare = spare
         self.sparing: dict[Origin, asyncio.Task[None]] = {}
         """The spare being opened to each origin."""
-        self.first_reads: FirstReads | None = None
-        """Its connections' first reads, when they go first (metis.transport.http1_protocol)."""
 
     async def acquire(
         self,

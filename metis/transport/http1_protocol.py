@@ -8,12 +8,6 @@ nothing waits on one future (and one timer, for its timeout). Past ``PAUSE_AT`` 
 read the socket is no longer read, until the reader takes them. A write waits only when the
 transport asked it to stop (``pause_writing``).
 
-On the gateway's connections (those given a :class:`FirstReads`) a response's first reads go
-before other responses' later ones: a reader woken with a stream's next bytes while a first
-read (the head, or the body's first bytes) has been woken and has not resumed yet steps
-behind it once, so a request's first bytes are not written after the other streams' events
-that came with them.
-
 Failures are httpx's own exceptions, as its transport raises them: a response httptools cannot
 parse, or one the server ended before its end, is a ``RemoteProtocolError``; a reset
 connection a ``ReadError`` or ``WriteError``; a wait that ran out a ``ReadTimeout`` or
@@ -45,15 +39,6 @@ MAX_HEAD_BYTES = 100 * 1024
 bounds it: a longer one is a ``RemoteProtocolError``, not held in memory as it grows."""
 
 
-class FirstReads:
-    """The first reads woken and not yet resumed on a pool's connections (see the module)."""
-
-    __slots__ = ("woken",)
-
-    def __init__(self) -> None:
-        self.woken = 0
-
-
 class Http1Connection(ResponseParsing, asyncio.Protocol):
     """One connection; at most one response in flight on it (see the module)."""
 
@@ -82,10 +67,6 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
         """When the pending read's wait runs out (inf: no timed wait pending)."""
         self.timer: asyncio.TimerHandle | None = None
         self.timer_at = math.inf
-        self.first_reads: FirstReads | None = None
-        """Its pool's first reads, when they go first (see the module)."""
-        self.first_woken = False
-        """Whether the pending read is a first read, woken and counted in ``first_reads``."""
 
     def _reset(self) -> None:
         self.status = 0
@@ -109,8 +90,6 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
         """1: a Content-Length came; 2: a Transfer-Encoding; 3: both."""
         self.error: Exception | None = None
         self.reader: asyncio.Future[bool] | None = None
-        self.begun = False
-        """Whether the reader has taken any of the response's body."""
 
     def start(self, request: httpx.Request) -> None:
         """Make ready for ``request``'s response."""
@@ -155,11 +134,7 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
         if self.buffered > PAUSE_AT and not self.reading_paused and self.transport is not None:
             self.reading_paused = True
             self.transport.pause_reading()
-        first, reader = self.first_reads, self.reader
-        if first is not None and not self.begun and not self.first_woken and reader is not None:
-            self.first_woken = True
-            first.woken += 1
-        wake(reader)
+        wake(self.reader)
 
     def _head_data(self, data: bytes) -> None:
         """Bytes before the head is whole: kept, in case httptools refuses them (then parsed
@@ -224,18 +199,11 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
 
     async def read(self, seconds: float | None) -> bytes | None:
         """The body's bytes that arrived since the last read, joined; None at its end."""
-        stepped_behind = False
         while True:
             body = self.body
             if body:
-                first = self.first_reads
-                if first is not None and first.woken and self.begun and not stepped_behind:
-                    stepped_behind = True
-                    await asyncio.sleep(0)  # behind the first reads woken before it
-                    continue
                 self.body = []
                 self.buffered = 0
-                self.begun = True
                 if self.reading_paused and self.transport is not None:
                     self.reading_paused = False
                     self.transport.resume_reading()
@@ -276,9 +244,6 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
         finally:
             self.reader = None
             self.read_by = math.inf
-            if self.first_woken and self.first_reads is not None:
-                self.first_woken = False
-                self.first_reads.woken -= 1
         if waiter.result():
             raise httpx.ReadTimeout("timed out waiting for the response", request=self.request)
 
