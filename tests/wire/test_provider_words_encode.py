@@ -123,3 +123,21 @@ def test_a_responses_item_kept_whole_without_its_type_goes_back_without_a_key_er
     items = assistant_items(content, "openai_responses", "reply", lambda *a: dropped.append(a))
     assert [i.get("type") for i in items] == ["reasoning", None]
     assert not dropped
+
+
+def test_a_compacted_conversation_is_cleaned() -> None:
+    """``POST /responses/compact`` answers the conversation whole: its user text and the items
+    kept whole are the provider's words too."""
+    from metis.wire.compaction import responses_compacted
+
+    answer = {
+        "output": [
+            {"role": "user", "type": "message", "content": [{"type": "input_text", "text": HIGH}]},
+            {"type": "compaction", "id": "cmp_" + LOW, "encrypted_content": "x"},
+        ]
+    }
+    messages = responses_compacted(answer, "openai_responses", "m")
+    dumped = [m.model_dump(mode="json") for m in messages]
+    assert dumped[0]["content"][0]["text"] == "\ufffd"
+    assert dumped[1]["content"][0]["provider_raw"]["data"]["item"]["id"] == "cmp_\ufffd"
+    encodes(dumped)
