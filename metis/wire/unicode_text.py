@@ -46,12 +46,12 @@ def clean_words(value: _Model) -> _Model:
     """A flat canonical object (a stop reason) with :func:`clean` applied to each of its
     string fields: itself when none needed it."""
     fields = value.__dict__
-    changed = {
-        name: clean(word)
-        for name, word in fields.items()
-        if word.__class__ is str and not word.isascii() and _SURROGATE.search(word)
-    }
-    return value.model_copy(update=changed) if changed else value
+    for word in fields.values():
+        if word.__class__ is str and not word.isascii() and _SURROGATE.search(word):
+            break
+    else:
+        return value
+    return value.model_copy(update={k: clean(v) for k, v in fields.items() if v.__class__ is str})
 
 
 def clean_model(value: _Model) -> _Model:
