@@ -141,3 +141,33 @@ def test_a_compacted_conversation_is_cleaned() -> None:
     assert dumped[0]["content"][0]["text"] == "\ufffd"
     assert dumped[1]["content"][0]["provider_raw"]["data"]["item"]["id"] == "cmp_\ufffd"
     encodes(dumped)
+
+
+def test_a_batchs_id_and_its_results_ids_are_cleaned() -> None:
+    """A batch's id and each result line's ``custom_id`` are the provider's words too."""
+    import anyio
+    import httpx
+
+    from metis import build_adapter
+    from metis.adapter.batches import Batches
+
+    chat = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "gpt-4o",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}}],
+    }
+    result = {"custom_id": "item-0\\udc00", "response": {"status_code": 200, "body": chat}}
+    status = b'{"id": "batch_1\\ud83d", "status": "completed", "output_file_id": "file_out"}'
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path.startswith("/v1/batches/"):
+            return httpx.Response(200, content=status)
+        return httpx.Response(200, content=json.dumps(result).replace("\\\\", "\\").encode())
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    batches = Batches(build_adapter("openai", api_key="k", http_client=client))
+    results = anyio.run(batches.results, "batch_1")
+    assert results.status.id == "batch_1\ufffd"
+    assert list(results.items) == ["item-0\ufffd"]
+    assert results.items["item-0\ufffd"].custom_id == "item-0\ufffd"
