@@ -114,12 +114,18 @@ class Spot:
     key: str | None = None  # set: the spot is this key of the dict at ``path``
 
     def kind(self, parts: list[Piece]) -> tuple[Any, ...]:
-        """What the spot is, whichever event of its kind it is in: the payload's type, the
-        path with list indexes left out, and whether it is a key."""
-        data = parts[self.piece].data
-        kind = data.get("type") or data.get("event") if isinstance(data, dict) else None
+        """What the spot is, whichever event or list item of its kind it is in: the path with
+        list indexes left out, the ``type`` of each object on it (an event's, an item's, a
+        block's), and whether it is a key."""
+        value, kinds = parts[self.piece].data, []
+        for step in (*self.path, None):
+            if isinstance(value, dict):
+                kind = value.get("type", value.get("event"))
+                kinds.append(kind if isinstance(kind, str) else None)
+            if step is not None:
+                value = value[step]
         shape = tuple("#" if isinstance(p, int) else p for p in self.path)
-        return (kind if isinstance(kind, str) else None, shape, self.key)
+        return (tuple(kinds), shape, self.key)
 
 
 def spots(parts: list[Piece]) -> Iterator[Spot]:
