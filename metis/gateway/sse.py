@@ -34,7 +34,11 @@ def dumps(data: Any) -> str:
 def quoted(text: str) -> bytes:
     """``text`` as a JSON string, byte for byte as ``dumps`` writes it (the writers' per-event
     templates put it between pre-built bytes instead of encoding a whole object)."""
-    return utf8(encode_basestring(text))
+    written = encode_basestring(text)
+    try:  # (not utf8(): one call less for each delta a writer writes)
+        return written.encode()
+    except UnicodeEncodeError:
+        return utf8(written)
 
 
 def object_head(fields: dict[str, Any]) -> bytes:
