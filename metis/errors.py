@@ -100,9 +100,12 @@ def redact(text: str, *secrets: str | None) -> str:
             text = _hide(text, secret)
     text = _url_credentials().sub("[REDACTED]@", text)
     text = _key_patterns().sub("[REDACTED]", text)
-    if not text.isascii():
-        text = _lone_surrogate().sub("\ufffd", text)
-    return text
+    return _clean(text)
+
+
+def _clean(text: str) -> str:
+    """``text`` with every lone surrogate as U+FFFD (a provider's word, an error code)."""
+    return text if text.isascii() else _lone_surrogate().sub("\ufffd", text)
 
 
 def _hide(text: str, secret: str) -> str:
@@ -162,9 +165,11 @@ class AdapterError(Exception):
         self.message = redact(message)
         self.provider_status = provider_status
         self.provider_message = redact(provider_message if provider_message is not None else "")
-        self.provider_code = provider_code
+        self.provider_code = (
+            _clean(provider_code) if isinstance(provider_code, str) else provider_code
+        )
         self.retryable = RETRYABLE[self.error_class] if retryable is None else retryable
-        self.request_id = request_id
+        self.request_id = _clean(request_id) if isinstance(request_id, str) else request_id
         self.retry_after_seconds = retry_after_seconds
         self.provider = provider
         self.partial_response: CanonicalResponse | None = None

@@ -41,6 +41,7 @@ from metis.gateway.front import GatewayApp
 from metis.gateway.frozen import frozen_for_serving as frozen_for_serving  # metis serve's
 from metis.gateway.frozen import readied
 from metis.gateway.joined_stream import JoinedStream
+from metis.gateway.json_text import JSONAnswer
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics import scrape_refused, scraped
 from metis.gateway.metrics_shared import SharedMetrics
@@ -74,7 +75,7 @@ REQUEST_ID_HEADERS = {
 def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
     if isinstance(body, bytes):  # a provider's own body, passed through
         return Response(body, status_code=status, headers=headers, media_type=JSON)
-    return JSONResponse(body, status_code=status, headers=headers)
+    return JSONAnswer(body, status_code=status, headers=headers)
 
 
 async def _answer(

@@ -31,7 +31,8 @@ def kind_of(item: dict[str, Any]) -> str:
 
 def made_id(kind: str, response_id: str, place: str) -> str:
     """An id for an item of ``kind`` that came without one, the same at each asking."""
-    digest = hashlib.sha256(f"{response_id}:{place}".encode()).hexdigest()[:48]
+    named = f"{response_id}:{place}".encode(errors="surrogatepass")  # a provider's id, as read
+    digest = hashlib.sha256(named).hexdigest()[:48]
     return PREFIXES.get(kind, "item_") + digest
 
 

@@ -13,12 +13,12 @@ Sans-IO: bytes in, bytes out.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections.abc import Callable
 from typing import Any
 
 from metis.errors import ErrorClass, ProtocolError
+from metis.gateway.json_text import utf8
 from metis.gateway.provenance import wrap
 from metis.gateway.sse import data, dumps, event
 from metis.model.content import ProviderRaw
@@ -272,7 +272,7 @@ class AnthropicRelay(Relay):
         for block in obj.get("content") or ():
             if isinstance(block, dict):
                 self._sign(block)
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        return utf8(dumps(obj))
 
 
 _CALLS = (b'"tool_calls":[{', b'"tool_calls": [{')
@@ -371,4 +371,4 @@ class ChatRelay(Relay):
         obj["model"] = self.model
         self.usage = chat_usage(obj.get("usage"), obj.get("service_tier"))
         self._stopped(obj, "message")
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        return utf8(dumps(obj))

@@ -10,11 +10,11 @@ output items) goes through as it came, unparsed. Sans-IO: bytes in, bytes out.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from metis.gateway.json_text import utf8
 from metis.gateway.relay import Relay, _error_type, _fields, read_as_translated
-from metis.gateway.sse import event, new_id
+from metis.gateway.sse import dumps, event, new_id
 from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
@@ -124,7 +124,7 @@ class ResponsesRelay(Relay):
         if not isinstance(obj, dict):
             return body
         self._read(obj, ended=True)
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        return utf8(dumps(obj))
 
     def failure(self, code: str, message: str) -> bytes:
         """The event that ends a stream the gateway cut (its deadline, a network failure):

@@ -15,11 +15,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from metis.errors import AdapterError, InvalidRequestError
 from metis.gateway.errors import ResponseNotFoundError
 from metis.gateway.item_ids import identity, kind_of, made_id, occurrence
+from metis.gateway.json_text import JSONAnswer
 from metis.gateway.service import Gateway, error_reply, request_id
 from metis.gateway.store import Owner, Stored, owner_of
 from metis.wire.openai_responses.encode import input_items
@@ -107,7 +108,7 @@ async def _served(
                 raise _not_found(response_id)
             body = await answer(owner, stored, request.query_params)
         metrics.request(API, "", 200, time.monotonic() - started, endpoint)
-        return JSONResponse(body, headers={"x-request-id": rid})
+        return JSONAnswer(body, headers={"x-request-id": rid})
     except AdapterError as exc:
         metrics.error(API, exc, endpoint)
         failed = error_reply(API, exc, rid)
@@ -116,7 +117,7 @@ async def _served(
         log.exception("gateway request failed", extra={"event": "metis.gateway.error"})
         failed = error_reply(API, AdapterError("internal gateway error"), rid)
     metrics.request(API, "", failed.status, time.monotonic() - started, endpoint)
-    return JSONResponse(failed.body, status_code=failed.status, headers=failed.headers)
+    return JSONAnswer(failed.body, status_code=failed.status, headers=failed.headers)
 
 
 def _not_found(response_id: str) -> ResponseNotFoundError:

@@ -10,6 +10,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from metis.core.ids import new_ulid
+from metis.gateway.json_text import utf8
 from metis.model.events import (
     CitationDelta,
     MessageComplete,
@@ -33,22 +34,26 @@ def dumps(data: Any) -> str:
 def quoted(text: str) -> bytes:
     """``text`` as a JSON string, byte for byte as ``dumps`` writes it (the writers' per-event
     templates put it between pre-built bytes instead of encoding a whole object)."""
-    return encode_basestring(text).encode()
+    written = encode_basestring(text)
+    try:  # (not utf8(): one call less for each delta a writer writes)
+        return written.encode()
+    except UnicodeEncodeError:
+        return utf8(written)
 
 
 def object_head(fields: dict[str, Any]) -> bytes:
     """``fields`` as a JSON object's first members, open for more: ``{"a":1,``."""
-    return dumps(fields)[:-1].encode() + b","
+    return utf8(dumps(fields)[:-1]) + b","
 
 
 def event(name: str, data: Any) -> bytes:
     """``event: name`` and its ``data:`` line (Anthropic's and the Responses API's framing)."""
-    return f"event: {name}\ndata: {dumps(data)}\n\n".encode()
+    return utf8(f"event: {name}\ndata: {dumps(data)}\n\n")
 
 
 def data(payload: Any) -> bytes:
     """A ``data:``-only event (Chat Completions' framing)."""
-    return f"data: {dumps(payload)}\n\n".encode()
+    return utf8(f"data: {dumps(payload)}\n\n")
 
 
 DONE = b"data: [DONE]\n\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from metis.core.surrogates import clean
 from metis.errors import AdapterError
 
 if TYPE_CHECKING:
@@ -40,6 +41,9 @@ class BatchStatus:
     total: int | None = None
     succeeded: int | None = None
     failed: int | None = None
+
+    def __post_init__(self) -> None:  # the provider's id, a lone surrogate in it U+FFFD
+        object.__setattr__(self, "id", clean(self.id))
 
     @property
     def done(self) -> bool:

@@ -45,7 +45,14 @@ from metis.wire.builder_tools import (
 )
 from metis.wire.builder_whole import WholeBlocks
 from metis.wire.read import token_count
-from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
+from metis.wire.unicode_text import (
+    REPLACEMENT,
+    clean,
+    clean_model,
+    clean_value,
+    clean_words,
+    joined,
+)
 
 _USAGE_FIELDS = tuple(TokenUsage.model_fields)  # the counts, estimated, then the extras
 
@@ -115,13 +122,13 @@ class MessageBuilder(ToolCalls, WholeBlocks):
     # Message level -----------------------------------------------------------------------
 
     def start(self, message_id: str | None = None, model: str | None = None) -> None:
+        message_id, model = message_id and clean(message_id), model and clean(model)
         if self.started:
             self.message_id = self.message_id or message_id
             self.reported_model = self.reported_model or model
             return
         self.started = True
-        self.message_id = message_id = clean(message_id) if message_id else message_id
-        self.reported_model = model = clean(model) if model else model
+        self.message_id, self.reported_model = message_id, model
         self._events.append(MessageStart(message_id, model))
 
     def usage(
@@ -138,8 +145,9 @@ class MessageBuilder(ToolCalls, WholeBlocks):
     ) -> None:
         """Record counts the provider reported (``None`` leaves one as it was; one not a whole
         number from 0 to ``MAX_TOKEN_COUNT`` is a ProtocolError), each as TokenUsage's field."""
+        other_models = other_models and tuple(map(clean_model, other_models))
         extras = zip(_USAGE_FIELDS[6:9], (other_models, server_tools, service_tier), strict=True)
-        self._extras.update(((k, v) for k, v in extras if v is not None), **detail)
+        self._extras.update(((k, v) for k, v in extras if v is not None), **clean_value(detail))
         counts = (input_tokens, output_tokens, cached_input_tokens, cache_creation_input_tokens)
         for i, value in enumerate((*counts, reasoning_tokens)):
             if value is not None and not self.usage_unknown:
@@ -152,7 +160,7 @@ class MessageBuilder(ToolCalls, WholeBlocks):
 
     def stop(self, reason: StopReason) -> None:
         """Note why the message stopped; ``finish`` ends it (providers send usage after)."""
-        self.stop_reason = _clean_stop(reason)
+        self.stop_reason = clean_words(reason)
 
     def finish(self, reason: StopReason | None = None) -> None:
         """End the message: close any tool still open, then ``message.complete`` (``take``
@@ -160,7 +168,7 @@ class MessageBuilder(ToolCalls, WholeBlocks):
         if self.completed:
             return
         self.start()
-        stop = _clean_stop(reason) or self.stop_reason or unsaid(self._blocks)
+        stop = (reason and clean_words(reason)) or self.stop_reason or unsaid(self._blocks)
         for block in self._blocks:
             if block.held:
                 self._flush(block)
@@ -313,10 +321,3 @@ class MessageBuilder(ToolCalls, WholeBlocks):
 
     def final_content(self) -> list[ContentBlock]:
         return final_content(self._blocks, self._raw, self.provider, self.model)
-
-
-def _clean_stop(reason: StopReason | None) -> StopReason | None:
-    """The reason with any lone surrogate in the provider's own string replaced."""
-    if reason is None or reason.raw is None or reason.raw.isascii():
-        return reason
-    return reason.model_copy(update={"raw": clean(reason.raw)})

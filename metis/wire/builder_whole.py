@@ -5,9 +5,7 @@ citation (§12)."""
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from metis.model.citation import Citation
 from metis.model.content import (
@@ -18,19 +16,7 @@ from metis.model.content import (
 )
 from metis.model.events import CitationDelta, ServerToolCall, ServerToolResult, StreamEvent
 from metis.wire.blocks import TEXT, WHOLE, Block
-from metis.wire.unicode_text import clean_value
-
-_Whole = TypeVar("_Whole", bound=BaseModel)
-
-
-def _cleaned(value: _Whole) -> _Whole:
-    """``value`` with every lone surrogate in its strings replaced (a JSON escape such as
-    ``\\ud800`` alone decodes to a str no UTF-8 can hold); itself when it holds none."""
-    dumped = value.model_dump()
-    cleaned = clean_value(dumped)
-    if cleaned == dumped:
-        return value
-    return type(value).model_validate(cleaned)
+from metis.wire.unicode_text import clean_model, clean_value
 
 
 class WholeBlocks:
@@ -48,7 +34,7 @@ class WholeBlocks:
         block = self._by_key.get(key)
         if block is None or block.kind != TEXT or block.index != len(self._blocks) - 1:
             block = self._open(key, TEXT)
-        citation = _cleaned(citation)
+        citation = clean_model(citation)
         if citation.provider_raw is not None:
             citation = citation.model_copy(
                 update={"provider_raw": self._own(citation.provider_raw)}
@@ -62,7 +48,7 @@ class WholeBlocks:
         """A server tool's call or result, whole; its ``provider_raw`` made this reply's own."""
         record = self._open(key, WHOLE)
         record.ended = True
-        block = _cleaned(block)
+        block = clean_model(block)
         raw = block.provider_raw or ProviderRaw(provider=self.provider)
         record.whole = whole = block.model_copy(update={"provider_raw": self._own(raw)})
         if isinstance(whole, ServerToolCallBlock):
@@ -77,7 +63,7 @@ class WholeBlocks:
         record = self._open(key, WHOLE)
         record.ended = True
         own = ProviderRaw(provider=self.provider, model=self.model, data=clean_value(raw))
-        record.whole = block.model_copy(update={"provider_raw": own})
+        record.whole = clean_model(block).model_copy(update={"provider_raw": own})
 
     def text_of(self, key: Hashable) -> str:
         """The text so far of the text block under ``key`` ("" if there is none)."""

@@ -27,6 +27,7 @@ from metis.model.history import History, history_of
 from metis.model.request import Compaction
 from metis.model.response import TokenUsage
 from metis.wire.read import UntrueCount, object_value, said_untrue, split_input, token_count
+from metis.wire.unicode_text import clean_value
 
 COMPACTION = "compaction"
 """The kind of a compaction block, on both wires."""
@@ -79,8 +80,9 @@ def responses_compacted(answer: Any, provider: str, model: str) -> list[Message]
     """The conversation ``POST /responses/compact`` answered (its user messages, then one
     compaction item) as messages: a user message of text parts as text; any other item (the
     compaction item, a message with other parts) kept whole, in its place, as an opaque block
-    of ``provider``'s in an assistant message, which sends it back as it came."""
-    output = answer.get("output") if isinstance(answer, dict) else None
+    of ``provider``'s in an assistant message, which sends it back as it came. A lone UTF-16
+    surrogate in any of its strings is U+FFFD, as in a reply."""
+    output = clean_value(answer.get("output")) if isinstance(answer, dict) else None
     if not isinstance(output, list) or not all(isinstance(item, dict) for item in output):
         raise ProtocolError(
             f"the compact endpoint answered without an output list: {str(answer)[:200]!r}",

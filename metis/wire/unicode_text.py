@@ -10,12 +10,16 @@ message builder holds a trailing high surrogate until the next fragment of the s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from metis.core.surrogates import REPLACEMENT, clean
 from metis.core.surrogates import SURROGATE as _SURROGATE
 
-__all__ = ["REPLACEMENT", "clean", "clean_value", "joined"]
+__all__ = ["REPLACEMENT", "clean", "clean_model", "clean_value", "clean_words", "joined"]
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 def joined(held: str, text: str) -> tuple[str, str]:
@@ -36,6 +40,27 @@ def clean_value(value: Any) -> Any:
     if _all_clean(value):
         return value
     return _cleaned(value)
+
+
+def clean_words(value: _Model) -> _Model:
+    """A flat canonical object (a stop reason) with :func:`clean` applied to each of its
+    string fields: itself when none needed it."""
+    fields = value.__dict__
+    for word in fields.values():
+        if word.__class__ is str and not word.isascii() and _SURROGATE.search(word):
+            break
+    else:
+        return value
+    return value.model_copy(update={k: clean(v) for k, v in fields.items() if v.__class__ is str})
+
+
+def clean_model(value: _Model) -> _Model:
+    """A canonical object with :func:`clean` applied to every string in it, nested objects
+    included (a citation, a server tool's block): itself when none needed it."""
+    dumped = value.model_dump()
+    if _all_clean(dumped):
+        return value
+    return type(value).model_validate(_cleaned(dumped))
 
 
 def _all_clean(value: Any) -> bool:

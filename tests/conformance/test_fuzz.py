@@ -152,10 +152,12 @@ async def replay(source: Source, chunks: list[bytes], sink: ListSink, events: li
 # Mutations -------------------------------------------------------------------------------
 
 HOSTILE_NUMBERS = ["-1", "0.5", "1e400", "-1e400", "NaN", "Infinity", "1" + "0" * 40, '"12"']
+KEPT_THEN_LONE = "the string as it was, then a lone surrogate"
 HOSTILE_STRINGS = [
     '"\\ud800"',
     '"tail \\ud83d"',
     '"\\ude00 head"',
+    KEPT_THEN_LONE,  # an id or a name that still means what it meant
     json.dumps(f"the key {KEY} was rejected"),
     json.dumps("\u0000\u001b[31m\u202e"),
     '"' + "A" * 300_000 + '"',
@@ -191,6 +193,12 @@ def _leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any,
         yield path, value
 
 
+def _get(value: Any, path: tuple[Any, ...]) -> Any:
+    for part in path:
+        value = value[part]
+    return value
+
+
 def _set(value: Any, path: tuple[Any, ...], new: Any) -> None:
     for part in path[:-1]:
         value = value[part]
@@ -210,8 +218,11 @@ def hostile_value(event: bytes, ndjson: bool, rng: random.Random, kind: str) -> 
     leaves = [p for p, v in _leaves(data) if p and isinstance(v, wanted) and type(v) is not bool]
     if not leaves:
         return event
-    _set(data, rng.choice(leaves), "@@FUZZ@@")
+    path = rng.choice(leaves)
     literal = rng.choice(HOSTILE_NUMBERS if kind == "number" else HOSTILE_STRINGS)
+    if literal == KEPT_THEN_LONE:
+        literal = json.dumps(_get(data, path))[:-1] + '\\udc00"'
+    _set(data, path, "@@FUZZ@@")
     text = json.dumps(data).replace('"@@FUZZ@@"', literal).encode()
     return event[: span[0]] + text + event[span[1] :]
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis.core.surrogates import clean
 from metis.model.response import ModelUsage, ServerToolRequests, TokenUsage, UsageDetail
 from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
@@ -101,9 +100,9 @@ def _how_run(usage: dict[str, Any]) -> UsageDetail:
     """``usage.speed`` and ``usage.inference_geo``, where this usage says them."""
     found = UsageDetail()
     if (speed := optional_text(usage, "speed", "usage")) is not None:
-        found["speed"] = clean(speed)
+        found["speed"] = speed
     if (geo := optional_text(usage, "inference_geo", "usage")) is not None:
-        found["inference_geo"] = clean(geo)
+        found["inference_geo"] = geo
     return found
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from metis.core.surrogates import clean
 from metis.errors import ProtocolError
 from metis.model.batches import BatchState
 from metis.wire import json_limits
@@ -38,6 +39,10 @@ class RawItem:
     error: dict[str, Any] | None = None
     status: int = 200
     fault: str | None = None
+
+    def __post_init__(self) -> None:  # the provider's echo of the id, a lone surrogate U+FFFD
+        object.__setattr__(self, "custom_id", clean(self.custom_id))
+
     """Why its line could not be read (a ProtocolError of this item); ``custom_id`` is empty
     when the line named none."""
 

@@ -197,8 +197,8 @@ def assistant_items(
 def _paired(items: list[dict[str, Any]], message_id: str, drop: Drop) -> list[dict[str, Any]]:
     kept: list[dict[str, Any]] = []
     for i, item in enumerate(items):
-        if item["type"] == "reasoning":
-            following = items[i + 1]["type"] if i + 1 < len(items) else None
+        if item.get("type") == "reasoning":  # an item kept whole may have lost its type
+            following = items[i + 1].get("type", "") if i + 1 < len(items) else None
             if following is None or following == "reasoning":  # it must lead to an item
                 reason = "a reasoning item must be followed by the message or call it led to"
                 drop("thinking", reason, message_id)
