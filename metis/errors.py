@@ -2,17 +2,16 @@
 
 Every failure that leaves metis is an :class:`AdapterError` carrying its :class:`ErrorClass`;
 nothing escapes as a bare ``KeyError`` or ``httpx`` exception. Messages are redacted of
-anything that looks like an API key before they are stored.
+anything that looks like an API key before they are stored (:mod:`metis.core.redaction`, whose
+``redact`` and ``secret_forms`` are importable from here too).
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import re
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
-from urllib.parse import quote
+
+from metis.core.redaction import clean_surrogates, redact, secret_forms
 
 if TYPE_CHECKING:
     from metis.model.embeddings import PartialEmbeddings
@@ -66,66 +65,6 @@ class ErrorClass(StrEnum):
     OTHER = "other"
 
 
-@functools.cache
-def _key_patterns() -> re.Pattern[str]:
-    return re.compile(
-        r"(sk-ant-[A-Za-z0-9_\-]+|sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{20,}"
-        r"|(?:gsk|hf|xai|pplx|nvapi|csk|fw)[_\-][A-Za-z0-9_\-]{16,}|ya29\.[0-9A-Za-z_\-]{16,}"
-        r"|(?i:bearer)\s+[A-Za-z0-9._\-]{12,})"
-    )
-
-
-@functools.cache
-def _url_credentials() -> re.Pattern[str]:
-    return re.compile(r"(?<=://)[^/@\s]+@")
-
-
-_SHORT = 8
-"""A secret shorter than this is hidden only where it stands alone (not inside a word), so a
-four-letter test key does not blank out every word that contains it."""
-_TOKEN_CHARS = r"A-Za-z0-9_\-"
-
-
-@functools.cache
-def _lone_surrogate() -> re.Pattern[str]:
-    return re.compile("[\ud800-\udfff]")
-
-
-def redact(text: str, *secrets: str | None) -> str:
-    """Hide secrets: the given ones (as written, JSON-escaped and percent-encoded), anything
-    shaped like a known API key, and the user:password part of a URL. Lone surrogates become
-    U+FFFD, so the text can always be printed and encoded."""
-    for secret in secrets:
-        if secret:
-            text = _hide(text, secret)
-    text = _url_credentials().sub("[REDACTED]@", text)
-    text = _key_patterns().sub("[REDACTED]", text)
-    return _clean(text)
-
-
-def _clean(text: str) -> str:
-    """``text`` with every lone surrogate as U+FFFD (a provider's word, an error code)."""
-    return text if text.isascii() else _lone_surrogate().sub("\ufffd", text)
-
-
-def _hide(text: str, secret: str) -> str:
-    for form in secret_forms(secret):
-        if len(form) >= _SHORT:
-            text = text.replace(form, "[REDACTED]")
-        elif form in text:
-            alone = rf"(?<![{_TOKEN_CHARS}]){re.escape(form)}(?![{_TOKEN_CHARS}])"
-            text = re.sub(alone, "[REDACTED]", text)
-    return text
-
-
-def secret_forms(secret: str) -> list[str]:
-    """The ways ``secret`` can appear in text: as is, JSON-escaped (``\\/`` and ``\\uXXXX``
-    included) and percent-encoded."""
-    escaped = json.dumps(secret)[1:-1]
-    forms = {secret, escaped, escaped.replace("/", "\\/"), quote(secret, safe=""), quote(secret)}
-    return sorted(forms, key=len, reverse=True)
-
-
 def scrub_error(error: BaseException, secrets: tuple[str, ...]) -> BaseException:
     """Hide ``secrets`` from an error already raised (its message, its provider's message,
     and the text of every exception chained to it); returns the same error."""
@@ -166,10 +105,12 @@ class AdapterError(Exception):
         self.provider_status = provider_status
         self.provider_message = redact(provider_message if provider_message is not None else "")
         self.provider_code = (
-            _clean(provider_code) if isinstance(provider_code, str) else provider_code
+            clean_surrogates(provider_code) if isinstance(provider_code, str) else provider_code
         )
         self.retryable = RETRYABLE[self.error_class] if retryable is None else retryable
-        self.request_id = _clean(request_id) if isinstance(request_id, str) else request_id
+        self.request_id = (
+            clean_surrogates(request_id) if isinstance(request_id, str) else request_id
+        )
         self.retry_after_seconds = retry_after_seconds
         self.provider = provider
         self.partial_response: CanonicalResponse | None = None

@@ -2,7 +2,7 @@
 
 An adapter's secrets are its API key, the values of secret-looking headers passed in
 ``extra_headers`` (and the token after a ``Bearer`` scheme), and the values of a base URL's
-query string and user-info. :func:`metis.errors.redact` hides each of them wherever it
+query string and user-info. :func:`metis.core.redaction.redact` hides each of them wherever it
 appears; this module only says which they are.
 """
 
@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from metis.core.redaction import redact
 
 
 @functools.cache
@@ -90,7 +92,6 @@ def _query_value() -> re.Pattern[str]:
 
 def scrub_url(url: str) -> str:
     """``url`` with every non-public query value and any user-info replaced."""
-    from metis.errors import redact  # errors imports nothing from here; keep it that way
 
     def hide(match: re.Match[str]) -> str:
         sep, name, value = match.groups()
