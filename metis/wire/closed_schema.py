@@ -9,7 +9,8 @@ optional (unlike OpenAI's strict mode, :mod:`metis.wire.strict_schema`).
 ``None`` with the reason where the schema lets an object take keys it does not name, which
 constrained decoding there cannot express. The limits Anthropic's grammar does not take (a
 number's ``minimum``, ``maximum``, ..., a string's ``minLength`` and ``maxLength``, an array's
-``maxItems`` and a ``minItems`` other than 0 or 1: :func:`refused_limits`) go as words of its
+``maxItems`` and a ``minItems`` other than 0 or 1: :func:`refused_limits`; of each type a ``type``
+list names) go as words of its
 description, and a ``oneOf`` goes as the ``anyOf`` the grammar takes, as Anthropic's own SDK
 sends them (anthropic-sdk-python's ``transform_schema``).
 """
@@ -109,12 +110,23 @@ def _close(schema: Schema, path: str, depth: int) -> Schema:
 
 def refused_limits(schema: Schema) -> list[str]:
     """The keys of ``schema``'s limits Anthropic's grammar refuses (:data:`LIMITS`), in the
-    order the schema gives them: a ``minItems`` of 0 or 1 it takes."""
-    kind = schema.get("type")
-    named = LIMITS.get(kind, ()) if isinstance(kind, str) else ()
+    order the schema gives them: a ``minItems`` of 0 or 1 it takes. A ``type`` that lists
+    several (``["integer", "null"]``) refuses the limits of each type it lists."""
+    named = limited_types(schema)
     return [
-        key for key in schema if key in named and not (key == "minItems" and schema[key] in (0, 1))
+        key
+        for key in schema
+        if any(key in LIMITS[kind] for kind in named)
+        and not (key == "minItems" and schema[key] in (0, 1))
     ]
+
+
+def limited_types(schema: Schema) -> list[str]:
+    """The types ``schema`` names (its ``type``, one or a list) that have limits in
+    :data:`LIMITS`, in its order."""
+    kind = schema.get("type")
+    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
+    return [k for k in kinds if isinstance(k, str) and k in LIMITS]
 
 
 def _limits_as_words(out: Schema, keys: list[str]) -> None:

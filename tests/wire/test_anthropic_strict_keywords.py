@@ -133,3 +133,56 @@ async def test_the_strict_tool_goes_through_the_stack_and_claude_takes_it(stack:
     spec = tools[0].get("toolSpec", tools[0])
     schema = spec["input_schema"] if "input_schema" in spec else spec["inputSchema"]["json"]
     assert spec["strict"] is True and schema["properties"] == SENT_PROPERTIES
+
+
+NULLABLE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "age": {"type": ["integer", "null"], "minimum": 0, "description": "Age"},
+        "nick": {"type": ["null", "string"], "maxLength": 12},
+        "tags": {"type": ["array", "null"], "items": {"type": "string"}, "minItems": 2},
+    },
+    "required": ["age", "nick", "tags"],
+}
+NULLABLE_SENT = {
+    "age": {"type": ["integer", "null"], "description": "Age (minimum: 0)"},
+    "nick": {"type": ["null", "string"], "description": "maxLength: 12"},
+    "tags": {"type": ["array", "null"], "items": {"type": "string"}, "description": "minItems: 2"},
+}
+
+
+@pytest.mark.parametrize(
+    ("schema", "said"),
+    [
+        (NULLABLE["properties"]["age"], "For 'integer' type, property 'minimum' is not supported"),
+        (NULLABLE["properties"]["nick"], "For 'string' type, property 'maxLength' is not"),
+        (NULLABLE["properties"]["tags"], "For 'array' type, 'minItems' values other than 0 or 1"),
+        (
+            {"type": ["string", "number"], "maxLength": 3, "maximum": 9, "minLength": 1},
+            "For 'string' type, properties maxLength, minLength are not supported",
+        ),
+    ],
+)
+def test_a_limit_of_a_type_list_is_refused_as_the_limit_of_its_type(schema: Any, said: str) -> None:
+    problem = schema_problem(_closed({"type": "object", "properties": {"x": schema}}), [0, 0])
+    assert problem is not None and problem.startswith(said)
+
+
+@pytest.mark.parametrize(
+    "encode", [anthropic.encode, converse_encode], ids=["anthropic", "bedrock"]
+)
+def test_the_limits_of_a_type_list_go_as_words_and_the_compiler_takes_the_schema(
+    encode: Any,
+) -> None:
+    """``"type": ["integer", "null"]`` with a ``minimum``: its limits are said in words, as
+    for ``"type": "integer"`` (anthropic-sdk-typescript's transformJSONSchema keeps the list
+    and says every keyword it does not send in the description)."""
+    call = recording_call("bedrock", "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+    tool = ToolDefinition(name="person", input_schema=NULLABLE, strict=True)
+    body = encode(_request(tool), call)
+    sent = body["tools"][0] if "tools" in body else body["toolConfig"]["tools"][0]["toolSpec"]
+    schema = sent["input_schema"] if "input_schema" in sent else sent["inputSchema"]["json"]
+    assert sent["strict"] is True and call.dropped == []
+    assert schema["properties"] == NULLABLE_SENT
+    assert schema_problem(schema, [0, 0]) is None
+    assert NULLABLE["properties"]["age"]["minimum"] == 0  # the caller's schema untouched

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis.wire.closed_schema import refused_limits
+from metis.wire.closed_schema import LIMITS, limited_types, refused_limits
 
 MAX_STRICT_TOOLS, MAX_OPTIONAL, MAX_UNIONS = 20, 24, 16
 """Anthropic's limits over all of a request's strict schemas (rig's strict_schema_limits
@@ -121,7 +121,10 @@ def _limit_problem(schema: dict[str, Any]) -> str | None:
     refused = refused_limits(schema)
     if not refused:
         return None
-    kind = schema["type"]
+    # A type list is named by its first type the first refused limit belongs to: the API's
+    # words for a type list are not on record, those for each type alone are.
+    kind = next(k for k in limited_types(schema) if refused[0] in LIMITS[k])
+    refused = [key for key in refused if key in LIMITS[kind]]
     named = sorted(key for key in refused if key != "minItems")
     if len(named) == 1:
         return f"For '{kind}' type, property '{named[0]}' is not supported"
