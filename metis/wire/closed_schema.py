@@ -9,10 +9,9 @@ optional (unlike OpenAI's strict mode, :mod:`metis.wire.strict_schema`).
 ``None`` with the reason where the schema lets an object take keys it does not name, which
 constrained decoding there cannot express. The limits Anthropic's grammar does not take (a
 number's ``minimum``, ``maximum``, ..., a string's ``minLength`` and ``maxLength``, an array's
-``maxItems`` and a ``minItems`` other than 0 or 1: :func:`refused_limits`; of each type a ``type``
-list names) go as words of its
-description, and a ``oneOf`` goes as the ``anyOf`` the grammar takes, as Anthropic's own SDK
-sends them (anthropic-sdk-python's ``transform_schema``).
+``maxItems`` and a ``minItems`` other than 0 or 1: :func:`refused_limits`; of each type a
+``type`` list names) go as words of its description, and a ``oneOf`` goes as the ``anyOf`` the
+grammar takes, as Anthropic's own SDK sends them (anthropic-sdk-python's ``transform_schema``).
 """
 
 from __future__ import annotations

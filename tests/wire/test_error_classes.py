@@ -30,6 +30,10 @@ HTML_502 = Reply(
     headers={"content-type": "text/html"},
 )
 EMPTY_500 = Reply(status=500, chunks=[], headers={"content-type": "text/plain"})
+GRAMMAR_TOO_LARGE = (
+    "The compiled grammar is too large, which would cause performance issues. Simplify your "
+    "tool schemas or reduce the number of strict tools."
+)
 
 ANTHROPIC_CASES = [
     (
@@ -73,6 +77,17 @@ ANTHROPIC_CASES = [
     ),
     (anthropic_error(404, "not_found_error", "model: claude-nope"), ErrorClass.INVALID_REQUEST),
     (Reply(status=408, chunks=["timeout"]), ErrorClass.NETWORK),
+    # strict schemas over the grammar compiler's ceiling, which Anthropic does not document:
+    # anthropics/anthropic-sdk-python#1185 (a strict tool), TanStack/ai#682 (an output schema)
+    (anthropic_error(400, "invalid_request_error", GRAMMAR_TOO_LARGE), ErrorClass.INVALID_REQUEST),
+    (
+        anthropic_error(
+            400,
+            "invalid_request_error",
+            f"output_config.format.schema: Invalid schema: {GRAMMAR_TOO_LARGE}",
+        ),
+        ErrorClass.INVALID_REQUEST,
+    ),
 ]
 OPENAI_CASES = [
     (
