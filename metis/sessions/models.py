@@ -47,16 +47,47 @@ def label(model: ModelLike) -> str:
 
 
 def checked_adapters(adapters: object) -> dict[str, Adapter]:
-    """``adapters`` (None: none) as a dict of stack names to Adapters, else a ConfigError."""
+    """``adapters`` (None: none) as a dict of stack names or ``provider:model`` names to
+    Adapters, else a ConfigError."""
     if adapters is None:
         return {}
     if not isinstance(adapters, Mapping):
         got = type(adapters).__name__
         raise ConfigError(f"adapters is a mapping of stack names to Adapters, got {got}")
     for name, adapter in adapters.items():
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"adapters is keyed by stack or 'provider:model' names, got {name!r}")
+        if ":" in name:
+            stack_and_model(name)
         if not isinstance(adapter, Adapter):
             raise ConfigError(f"adapters[{name!r}] is an Adapter, got {type(adapter).__name__}")
     return dict(adapters)
+
+
+def given_adapter(model: str, adapters: Mapping[str, Adapter]) -> Adapter | None:
+    """The application's adapter for ``model`` (``provider:model``): the one given for that
+    model, else the one given for its stack, else None. An adapter given for the stack whose
+    settings name another model (an Ollama adapter, which holds what its model can do) is a
+    ConfigError saying to give one for this model."""
+    stack_name, wire = stack_and_model(model)
+    given = adapters.get(model)
+    if given is not None:
+        return given
+    given = adapters.get(stack_name)
+    named = getattr(given.settings, "model", None) if given is not None else None
+    meant = named.removeprefix(f"{stack_name}:") if isinstance(named, str) else ""
+    if meant and _tagged(meant) != _tagged(wire):
+        raise ConfigError(
+            f"adapters[{stack_name!r}] is for model {named!r} (its settings' model, whose "
+            f"capabilities it holds), and this call is to {model!r}: give its adapter as "
+            f"adapters[{model!r}] (an adapter given for a model is taken before its stack's)"
+        )
+    return given
+
+
+def _tagged(model: str) -> str:
+    """An Ollama model's name with its tag (``qwen3`` is ``qwen3:latest``, as Ollama reads it)."""
+    return model if ":" in model else f"{model}:latest"
 
 
 def checked_model(model: object) -> ModelLike:
@@ -77,14 +108,14 @@ async def resolved(
     model: ModelLike, adapters: Mapping[str, Adapter], options: ModelOptions
 ) -> AsyncIterator[Resolved]:
     """The chat model for ``model`` on the running event loop, open while the block runs: a
-    router as it is; for ``provider:model``, the adapter given for that stack, else the one
-    the one-line calls keep for these settings (key from the stack's variable or ``api_key``)."""
+    router as it is; for ``provider:model``, the adapter given for it (:func:`given_adapter`),
+    else the one the one-line calls keep for these settings (key from the stack's variable or
+    ``api_key``)."""
     if isinstance(model, Router):
         servers = tuple((target.adapter, target.model) for target in model.targets)
         yield Resolved(model, f"route:{model.name}", servers)
         return
-    stack_name, _ = stack_and_model(model)
-    given = adapters.get(stack_name)
+    given = given_adapter(model, adapters)
     if given is not None:
         yield Resolved(given, model, ((given, model),))
         return

@@ -62,8 +62,10 @@ class Session(SavingForms, BlockingForms):
     ``model``: ``"provider:model"`` or a :class:`~metis.routing.Router`; assign another
     between turns (or between a run's steps) to move the conversation. ``messages``: the
     history to start from. ``adapters``: the application's adapters by stack name
-    (``{"anthropic": adapter}``); a stack not given uses the adapter the one-line calls keep
-    (key from the stack's variable or ``api_key=``). ``compact`` and ``context_check``: see
+    (``{"anthropic": adapter}``) or by model (``{"ollama:qwen3": local, "ollama:llama3.3":
+    remote}``: two Ollama servers, or two models' settings), a model's taken before its
+    stack's; a stack not given uses the adapter the one-line calls keep (key from the stack's
+    variable or ``api_key=``). ``compact`` and ``context_check``: see
     :mod:`metis.sessions.context`. Options: the one-line calls' (``system``, ``tools``,
     ``max_output_tokens``, ...; an unknown one is a TypeError naming the nearest), the
     session's defaults, overridden per turn.
@@ -128,7 +130,8 @@ class Session(SavingForms, BlockingForms):
 
     @property
     def adapters(self) -> dict[str, Adapter]:
-        """The application's adapters by stack name (add one to use it from the next call)."""
+        """The application's adapters by stack or model name (add one to use it from the next
+        call)."""
         return self._conversation.adapters
 
     @property
