@@ -8,6 +8,7 @@ from typing import Any, TypedDict, TypeVar
 from pydantic import PydanticUserError, TypeAdapter, ValidationError
 
 from metis.adapter.adapter import Adapter
+from metis.calls.model_names import stack_and_model as stack_and_model
 from metis.calls.notes import call_note as call_note
 from metis.calls.notes import unknown_model_note as unknown_model_note
 from metis.calls.option_types import check_forced_tool, check_option_types, check_provider_keys
@@ -38,7 +39,6 @@ DEFAULT_MAX_OUTPUT_TOKENS = 4096
 DEFAULT_TIMEOUT_SECONDS = 600.0
 DEFAULT_MAX_RETRIES = 2
 T = TypeVar("T")
-"""A tool the provider runs itself (docs/contract.md §11)."""
 
 
 class ModelOptions(TypedDict, total=False):
@@ -326,59 +326,6 @@ _EXAMPLES = {
     "extra_headers": "{'anthropic': {'anthropic-beta': '...'}}",
     "extra_query": "{'gemini': {'name': 'value'}}",
 }
-
-
-def stack_and_model(model: str) -> tuple[str, str]:
-    """``"provider:model"`` split, or a ConfigError saying what was expected."""
-    if not isinstance(model, str):
-        raise ConfigError(
-            "expected a model as 'provider:model' (e.g. anthropic:claude-sonnet-4-5) or a "
-            f"Router, got {type(model).__name__}"
-        )
-    stack_name, sep, wire = model.partition(":")
-    if not sep or not stack_name or not wire:
-        meant = _with_provider(model) if not sep else None
-        hint = f"; did you mean {meant!r}?" if meant else _REGISTRY_NAME.format(model)
-        raise ConfigError(
-            "expected a model as 'provider:model' (e.g. anthropic:claude-sonnet-4-5), "
-            f"got {model!r}{hint}"
-        )
-    if stack_name == "route":  # what a Router's requests are named, not a stack
-        raise ConfigError(
-            f"{model!r} names a route; a call takes the route as its Router: "
-            f"metis.complete(Registry.load(path).router({wire!r}), ...), or a Router([...])"
-        )
-    return stack_name, wire
-
-
-_REGISTRY_NAME = (
-    "; a name of a models.yaml goes through its Registry: registry.request({0!r}, ...), or a "
-    "route's Router: metis.complete(registry.router(name), ...) (docs/models-yaml.md)"
-)
-
-
-_FIRST_PARTY = ("anthropic", "openai", "gemini", "mistral", "xai", "deepseek", "groq", "bedrock")
-
-
-def _with_provider(name: str) -> str | None:
-    """A bare model name with the first first-party stack whose catalog lists it (the
-    model's maker before a cloud that also serves it); a provider written before a slash, as
-    LiteLLM writes it (``azure/gpt-4o``, ``vertex_ai/gemini-2.5-flash``), as that stack."""
-    from metis.catalog.lookup import find_model
-    from metis.stacks.catalog import stack_catalog_provider
-    from metis.stacks.loader import builtin_stacks, stacks_meant
-
-    provider, slash, model = name.partition("/")
-    if slash and model:
-        meant = stacks_meant(provider, builtin_stacks())
-        if meant:
-            return f"{meant[0]}:{model}"
-
-    for stack in _FIRST_PARTY:
-        catalog = stack_catalog_provider(stack)
-        if catalog and find_model(catalog, name) is not None:
-            return f"{stack}:{name}"
-    return None
 
 
 def as_messages(messages: MessagesLike) -> list[Message]:
