@@ -49,7 +49,8 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
         if not blocks:
             problems.append(f"messages.{i}: content must not be empty")
         _anthropic_block_problems(blocks, i, problems, role == "assistant")
-    from metis.wire.anthropic.rules import parameter_problems, tool_pairs  # Anthropic's only
+    from metis.wire.anthropic.rules import parameter_problems  # Anthropic's only
+    from metis.wire.anthropic.tool_pairs import tool_pairs
 
     problems += [refusal.message for refusal in tool_pairs(messages)]
     problems += _tool_names(body.get("tools"), lambda t: t.get("name"))

@@ -12,7 +12,8 @@ from metis.testing.emulator.formats.cache_marks import check_breakpoint_limit
 from metis.testing.emulator.formats.knobs_rules import check_anthropic
 from metis.testing.emulator.rules import Refused, first, table
 from metis.testing.emulator.wire import verify
-from metis.wire.anthropic.rules import budget_under_max_tokens, chosen_tool, open_turn, tool_pairs
+from metis.wire.anthropic.rules import budget_under_max_tokens, chosen_tool, open_turn
+from metis.wire.anthropic.tool_pairs import tool_pairs
 from metis.wire.media_rules import anthropic_media
 
 SIGNATURE_KIND = "anthropic-thinking"

@@ -18,7 +18,7 @@ from metis.testing.emulator.formats.server_converse import CODE_RESULT, SERVER_C
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.server_tools import SEARCH_KIND
 from metis.testing.emulator.wire import verify
-from metis.wire.anthropic.rules import SERVER_RESULTS
+from metis.wire.anthropic.tool_pairs import SERVER_RESULTS
 
 
 def anthropic(body: dict[str, Any], call: Any) -> None:
