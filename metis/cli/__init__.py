@@ -19,15 +19,15 @@ never a traceback (``METIS_DEBUG=1`` shows one for a bug).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from metis.cli.output import CliError, Output, error, one_line
+from metis.cli.log_lines import stderr_handler as stderr_handler
+from metis.cli.log_lines import warnings_to_stderr as _warnings_to_stderr
+from metis.cli.output import CliError, error
 from metis.core.arg_suggest import SuggestingParser
 from metis.core.version import VERSION
 
@@ -348,42 +348,6 @@ def _explain(exc: BaseException) -> tuple[str | None, int]:
     if cassette is not None and isinstance(exc, cassette.CassetteMismatch):
         return f"the cassette did not record this request: {exc}", 1
     return None, 1
-
-
-class _Formatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        event = getattr(record, "event", None)  # what an operator greps: metis.gateway.dropped
-        tag = f"[{event}] " if isinstance(event, str) else ""
-        text = f"metis: {record.levelname.lower()}: {tag}{one_line(record.getMessage())}"
-        failure = record.exc_info[1] if record.exc_info else None
-        if failure is not None:  # what failed, or a served request's error says nothing
-            text += f": {type(failure).__name__}: {one_line(failure)}"
-        if Output.open_line:  # a reply is streaming on stdout: end its line first
-            sys.stdout.write("\n")
-            sys.stdout.flush()
-            Output.open_line = False
-        return text
-
-
-def stderr_handler() -> logging.Handler:
-    """The handler writing metis's WARNING records and worse as the CLI's own lines."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Formatter())
-    handler.setLevel(logging.WARNING)
-    return handler
-
-
-@contextlib.contextmanager
-def _warnings_to_stderr() -> Iterator[None]:
-    """metis's WARNING records (a dropped thinking block, a plaintext key) as stderr lines,
-    while a command runs."""
-    handler = stderr_handler()
-    logger = logging.getLogger("metis")
-    logger.addHandler(handler)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
 
 
 __all__ = ["build_parser", "main"]

@@ -125,7 +125,7 @@ def worker_app() -> Any:
     bare by Python's last-resort handler."""
     import logging
 
-    from metis.cli import stderr_handler
+    from metis.cli.log_lines import stderr_handler
     from metis.gateway.app import from_environment
 
     logging.getLogger("metis").addHandler(stderr_handler())
@@ -141,7 +141,7 @@ def access_lines(on: bool) -> Any:
     the handler, for :func:`no_access_lines`, or None."""
     import logging
 
-    from metis.cli import stderr_handler
+    from metis.cli.log_lines import stderr_handler
 
     if not on:
         return None
