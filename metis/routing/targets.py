@@ -208,6 +208,17 @@ def as_route_target(target: str | RouteTarget | TargetSpec) -> RouteTarget:
         raise ConfigError(
             f"a route's models are 'provider:model' strings or RouteTargets, got {target!r}"
         )
+    if not isinstance(target.model, str):
+        raise ConfigError(
+            "a RouteTarget's model is 'provider:model', got "
+            f"{type(target.model).__name__}; the model comes first: "
+            "RouteTarget('anthropic:claude-sonnet-4-5', adapter=adapter)"
+        )
+    if target.adapter is not None and not isinstance(target.adapter, Adapter):
+        raise ConfigError(
+            f"RouteTarget({target.model!r}): adapter is an Adapter (or None, to build one "
+            f"from the stack), got {type(target.adapter).__name__} {target.adapter!r:.60}"
+        )
     return target
 
 

@@ -200,6 +200,19 @@ def test_wrong_route_settings_are_config_errors() -> None:
         Router([])
 
 
+def test_a_route_target_given_its_fields_in_the_wrong_order_says_so() -> None:
+    """``RouteTarget(adapter, model)`` was an AttributeError from inside the router
+    ('Adapter' object has no attribute 'partition'), and an adapter given as a string was
+    taken."""
+    adapter = metis.build_adapter("anthropic", metis.AdapterConfig(api_key="test-key"))
+    swapped = RouteTarget(adapter, "anthropic:claude-sonnet-4-5")  # type: ignore[arg-type]
+    with pytest.raises(metis.ConfigError, match="the model comes first: RouteTarget"):
+        Router([swapped])
+    named = RouteTarget("anthropic:claude-sonnet-4-5", "anthropic")  # type: ignore[arg-type]
+    with pytest.raises(metis.ConfigError, match=r"adapter is an Adapter .* got str 'anthropic'"):
+        Router([named])
+
+
 PIXEL = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
 )
