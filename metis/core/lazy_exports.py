@@ -9,18 +9,21 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from metis.core.deprecation import warn_deprecated
+from metis.core.suggest import did_you_mean
 
 
 def lazy_exports(
     package: str, exports: Mapping[str, str], namespace: dict[str, Any]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The package's ``__getattr__`` and ``__dir__`` over ``exports`` (name -> module); a
-    name read once is kept in ``namespace`` (the package's globals), so it is looked up once."""
+    name read once is kept in ``namespace`` (the package's globals), so it is looked up once.
+    A public name it does not have is an AttributeError naming the nearest it has."""
 
     def load(name: str) -> Any:
         module = exports.get(name)
         if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            hint = did_you_mean(name, [*exports, *_submodules(package)]) if name[:1] != "_" else ""
+            raise AttributeError(f"module {package!r} has no attribute {name!r}{hint}")
         value = getattr(importlib.import_module(module), name)
         namespace[name] = value
         return value
@@ -68,3 +71,12 @@ def package_getattr(
         return load(name)
 
     return attribute
+
+
+def _submodules(package: str) -> list[str]:
+    """The public modules and subpackages of ``package`` (read only for a name it lacks)."""
+    import pkgutil
+    import sys
+
+    path = getattr(sys.modules.get(package), "__path__", None) or []
+    return [info.name for info in pkgutil.iter_modules(path) if info.name[:1] != "_"]

@@ -24,3 +24,13 @@ def test_an_unknown_name_is_an_attribute_error_naming_the_package() -> None:
     load, _ = lazy_exports("pkg", {}, {})
     with pytest.raises(AttributeError, match="module 'pkg' has no attribute 'nope'"):
         load("nope")
+
+
+def test_a_misspelt_name_is_an_attribute_error_naming_the_nearest() -> None:
+    import metis
+
+    with pytest.raises(AttributeError, match="has no attribute 'Sesion'; did you mean 'Session'"):
+        metis.Sesion  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(AttributeError) as private:
+        metis._nope  # type: ignore[attr-defined]  # noqa: B018
+    assert "did you mean" not in str(private.value)
