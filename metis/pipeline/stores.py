@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from metis.core.options import checked_init
+from metis.errors import ConfigError
 
 
 class ToolIdStore(Protocol):
@@ -43,8 +44,16 @@ class InMemoryToolIdStore:
     """A process-local store that keeps the most recently used ``max_sessions`` sessions."""
 
     def __init__(self, max_sessions: int = 10_000) -> None:
+        if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
+            raise ConfigError(
+                "InMemoryToolIdStore: max_sessions is a whole number of sessions >= 1, got "
+                f"{type(max_sessions).__name__} {max_sessions!r:.60}"
+            )
         self.max_sessions = max_sessions
         self._sessions: OrderedDict[str, dict[str, dict[str, str]]] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"InMemoryToolIdStore({len(self._sessions)} of at most {self.max_sessions} sessions)"
 
     async def provider_ids(
         self, session_id: str, provider: str, canonical_ids: Iterable[str]

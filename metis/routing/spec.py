@@ -66,7 +66,8 @@ class RouteSpec(BaseModel):
 def error_classes(names: Iterable[ErrorClass | str]) -> frozenset[ErrorClass]:
     """``names`` as error classes; a ConfigError naming the known ones for a wrong one."""
     if isinstance(names, str | bytes) or not isinstance(names, Iterable):
-        raise ConfigError(f"fallback_on: expected a list of error classes, got {names!r:.60}")
+        hint = f"; give fallback_on=[{names!r:.60}]" if isinstance(names, str) else ""
+        raise ConfigError(f"fallback_on: expected a list of error classes, got {names!r:.60}{hint}")
     given = list(names)
     unknown = [name for name in given if name not in set(ErrorClass)]
     if unknown:

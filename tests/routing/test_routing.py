@@ -188,6 +188,8 @@ def test_wrong_route_settings_are_config_errors() -> None:
         Router(["anthropic:claude-sonnet-4-5"], fallback_on=["overloaded", "sometimes"])
     with pytest.raises(metis.ConfigError, match="did you mean 'overloaded'"):
         Router(["anthropic:claude-sonnet-4-5"], fallback_on=["overload"])
+    with pytest.raises(metis.ConfigError, match=r"give fallback_on=\['rate_limit'\]"):
+        Router(["anthropic:claude-sonnet-4-5"], fallback_on="rate_limit")
     with pytest.raises(metis.ConfigError, match="limits for 'antropic' match no model of"):
         Router(["anthropic:claude-sonnet-4-5"], limits={"antropic": Limits(max_concurrent=2)})
     for key in ("anthropic", "anthropic:claude-sonnet-4-5", "openai"):  # another platform's kept

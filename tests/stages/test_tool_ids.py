@@ -14,7 +14,7 @@ import pytest
 
 from metis import AdapterConfig, build_adapter
 from metis.core.ids import derive_provider_tool_id, new_tool_id
-from metis.errors import NetworkError, StackError
+from metis.errors import ConfigError, NetworkError, StackError
 from metis.model import (
     CanonicalRequest,
     Message,
@@ -550,6 +550,21 @@ async def test_store_ignores_empty_writes_and_forgets_on_request() -> None:
     await store.forget("s1")
     await store.forget("never-seen")
     assert await store.provider_ids("s1", "p", ["c1"]) == {}
+
+
+@pytest.mark.parametrize("max_sessions", [0, -1, "10", True, 2.5])
+def test_store_refuses_a_size_that_is_no_whole_number_of_sessions(max_sessions: Any) -> None:
+    """``max_sessions=-1`` was taken, and the first write emptied the store, then raised a
+    bare KeyError ('dictionary is empty'); ``"10"`` a TypeError at the first write."""
+    with pytest.raises(ConfigError, match="max_sessions is a whole number of sessions >= 1"):
+        InMemoryToolIdStore(max_sessions=max_sessions)
+
+
+@pytest.mark.anyio
+async def test_store_says_how_full_it_is() -> None:
+    store = InMemoryToolIdStore(max_sessions=5)
+    await store.remember("s1", "p", {"c1": "p1"})
+    assert repr(store) == "InMemoryToolIdStore(1 of at most 5 sessions)"
 
 
 # derive_provider_tool_id and new_tool_id -------------------------------------------------------
