@@ -91,6 +91,12 @@ class Targets:
         for what, given in (("adapters", adapters), ("limits", limits)):
             if not isinstance(given, Mapping):
                 raise ConfigError(f"Router({what}): expected a mapping, got {given!r:.60}")
+        for key, adapter in adapters.items():
+            if not isinstance(adapter, Adapter):
+                raise ConfigError(
+                    f"Router(adapters) for {key!r}: expected an Adapter, got "
+                    f"{type(adapter).__name__} {adapter!r:.60}"
+                )
         self._given = dict(adapters)
         self._owned: dict[str, Adapter] = {}
         self._limits = {key: _limits(key, value) for key, value in limits.items()}
@@ -119,6 +125,7 @@ class Targets:
                 f"{type(targets).__name__} {targets!r:.60}"
             )
         resolved = [self.resolve(target, max_retries) for target in targets]
+        self._check_adapter_keys(route, resolved)
         self._check_limit_keys(route, resolved)
         callable_ = [i for i, t in enumerate(resolved) if t.missing_key is None]
         for index, target in enumerate(resolved):
@@ -159,6 +166,18 @@ class Targets:
         owned, self._owned = list(self._owned.values()), {}
         for adapter in owned:
             await adapter.aclose()
+
+    def _check_adapter_keys(self, route: str, resolved: list[ResolvedTarget]) -> None:
+        """Adapters given for no provider of the route nor any stack (a misspelt one) would
+        never serve a call: a ConfigError naming the key and the nearest that would."""
+        providers = {t.model.partition(":")[0] for t in resolved}
+        for key in self._given:
+            if key not in providers and key not in builtin_stacks():
+                raise ConfigError(
+                    f"route {route}: the adapter given for {key!r} serves no model of the route"
+                    f"{did_you_mean(key, providers)}; adapters are keyed by provider "
+                    f"({', '.join(sorted(providers))})"
+                )
 
     def _check_limit_keys(self, route: str, resolved: list[ResolvedTarget]) -> None:
         """Limits keyed by no platform at all (a misspelt one) would never apply: a ConfigError

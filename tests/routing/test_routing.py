@@ -202,6 +202,17 @@ def test_wrong_route_settings_are_config_errors() -> None:
         Router([])
 
 
+def test_a_routes_adapters_that_could_serve_no_call_are_refused() -> None:
+    """``adapters={"anthropic": "x"}`` was an AttributeError from inside the router; a
+    misspelt key was taken, its adapter never used (limits keyed so are refused already)."""
+    adapter = metis.build_adapter("anthropic", metis.AdapterConfig(api_key="test-key"))
+    with pytest.raises(metis.ConfigError, match="for 'anthropic': expected an Adapter, got str"):
+        Router(["anthropic:claude-sonnet-4-5"], adapters={"anthropic": "x"})  # type: ignore[dict-item]
+    with pytest.raises(metis.ConfigError, match=r"'antropic' serves no model .* 'anthropic'"):
+        Router(["anthropic:claude-sonnet-4-5"], adapters={"antropic": adapter})
+    Router(["anthropic:claude-sonnet-4-5"], adapters={"anthropic": adapter, "openai": adapter})
+
+
 def test_a_route_target_given_its_fields_in_the_wrong_order_says_so() -> None:
     """``RouteTarget(adapter, model)`` was an AttributeError from inside the router
     ('Adapter' object has no attribute 'partition'), and an adapter given as a string was
