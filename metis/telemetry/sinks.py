@@ -24,9 +24,16 @@ class LoggingSink:
     """One log record per event, its fields in the record (``extra``) for structured handlers:
     ``record.event`` is the event name, ``record.request_id``, ``record.usage`` and so on."""
 
-    def __init__(self, logger: str | logging.Logger = "metis.telemetry", level: int = logging.INFO):
+    def __init__(
+        self, logger: str | logging.Logger = "metis.telemetry", level: int | str = logging.INFO
+    ):
+        if not isinstance(logger, str | logging.Logger | logging.LoggerAdapter):
+            raise _config_error(
+                f"LoggingSink: logger is a logger's name or a logging.Logger, got "
+                f"{type(logger).__name__} {logger!r:.60}"
+            )
         self.logger = logging.getLogger(logger) if isinstance(logger, str) else logger
-        self.level = level
+        self.level = _level(level)
 
     def emit(self, event: TelemetryEvent) -> None:
         """Log the event in one line, its fields as the record's extra attributes."""
@@ -36,6 +43,26 @@ class LoggingSink:
 
     def __repr__(self) -> str:
         return f"LoggingSink({self.logger.name!r}, {logging.getLevelName(self.level)})"
+
+
+def _level(level: object) -> int:
+    """A logging level given as a number or a name (``"debug"``, ``"INFO"``), as a number."""
+    names = logging.getLevelNamesMapping()
+    if isinstance(level, str) and level.upper() in names:
+        return names[level.upper()]
+    if isinstance(level, int) and not isinstance(level, bool) and level >= 0:
+        return level
+    known = ", ".join(name for name in names if name not in ("NOTSET", "WARN", "FATAL"))
+    raise _config_error(
+        f"LoggingSink: level is a logging level (logging.INFO, or one of {known}), got "
+        f"{type(level).__name__} {level!r:.60}"
+    )
+
+
+def _config_error(message: str) -> Exception:
+    from metis.errors import ConfigError
+
+    return ConfigError(message)
 
 
 def _describe(event: TelemetryEvent) -> str:
@@ -93,6 +120,14 @@ class MultiSink:
     from the others; the first such error is raised once they all had it."""
 
     def __init__(self, *sinks: TelemetrySink) -> None:
+        for sink in sinks:
+            if not callable(getattr(sink, "emit", None)):
+                listed = " (give each sink as an argument: MultiSink(a, b), not MultiSink([a, b]))"
+                raise _config_error(
+                    "MultiSink: a telemetry sink has an emit(event) method, got "
+                    f"{type(sink).__name__} {sink!r:.60}"
+                    + (listed if isinstance(sink, list | tuple) else "")
+                )
         self.sinks = sinks
 
     def emit(self, event: TelemetryEvent) -> None:

@@ -12,7 +12,7 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from metis.errors import OverloadedError, RateLimitError
+from metis.errors import ConfigError, OverloadedError, RateLimitError
 from metis.model import (
     MessageComplete,
     MessageStart,
@@ -469,3 +469,25 @@ def test_otel_names_providers_by_the_conventions_well_known_values() -> None:
     assert OTEL_PROVIDER_NAMES["mistral"] == "mistral_ai"
     assert _finish_reason(StopReason(kind=StopKind.CANCELLED, raw=None)) == "error"
     assert _finish_reason(StopReason(kind=StopKind.TOOL_USE, raw="tool_use")) == "tool_use"
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda: MultiSink([ListSink()]), r"MultiSink\(a, b\), not MultiSink\(\[a, b\]\)"),
+        (lambda: MultiSink("logs"), "has an emit\\(event\\) method, got str 'logs'"),
+        (lambda: LoggingSink(level="loud"), "level is a logging level .* got str 'loud'"),
+        (lambda: LoggingSink(level=True), "level is a logging level .* got bool True"),
+        (lambda: LoggingSink(logger=5), "logger is a logger's name or a logging.Logger"),
+    ],
+)
+def test_a_sink_made_of_what_could_receive_no_event_is_refused(make: Any, said: str) -> None:
+    """Each was taken, to fail at the first event (``'list' object has no attribute 'emit'``,
+    a level of 'loud' as logging's ``TypeError``), or to log nothing."""
+    with pytest.raises(ConfigError, match=said):
+        make()
+
+
+def test_a_logging_sinks_level_may_be_named() -> None:
+    assert LoggingSink(level="debug").level == logging.DEBUG
+    assert LoggingSink(level=logging.WARNING).level == logging.WARNING
