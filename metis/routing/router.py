@@ -83,6 +83,11 @@ class Router:
     ) -> None:
         if not targets:
             raise ConfigError("a route needs at least one model")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(
+                "Router: name is the route's name in its errors and telemetry, a non-empty "
+                f"string, got {type(name).__name__} {name!r:.60}"
+            )
         self.name = name
         self.fallback_on = error_classes(fallback_on)
         self.availability: AvailabilityStore = availability or InMemoryAvailability()

@@ -200,6 +200,9 @@ def test_wrong_route_settings_are_config_errors() -> None:
         Router([3])  # type: ignore[list-item]
     with pytest.raises(metis.ConfigError, match="at least one model"):
         Router([])
+    for name in ("", 5):
+        with pytest.raises(metis.ConfigError, match="name is the route's name"):
+            Router(["anthropic:claude-sonnet-4-5"], name=name)  # type: ignore[arg-type]
 
 
 def test_a_routes_adapters_that_could_serve_no_call_are_refused() -> None:
