@@ -158,8 +158,9 @@ class Gateway:
             ids = given_ids(stored.ids if stored is not None else None, body.get("input"))
         if stored is not None:
             inbound.messages = [*stored.messages, *inbound.messages]
-        if api != "chat":  # a Chat client sends its calls' signatures back on them
-            inbound.messages = await restore_signed(self.signatures, owner, inbound.messages)
+        # a call sent back without its signature (every Messages and Responses client, and a
+        # Chat client that strips extra_content) is given the one kept under its id
+        inbound.messages = await restore_signed(self.signatures, owner, inbound.messages)
         target = found if found is not None and found.name == inbound.model else None
         target = target or self.models.resolve(inbound.model)
         own: dict[str, Any] = lone_instructions(inbound) if api != "anthropic" else {}
@@ -208,8 +209,7 @@ class Gateway:
         self.metrics.request(api, prepared.inbound.model, 200, elapsed)
         reported = prepared.reported + warnings_of(response)
         model = prepared.inbound.model
-        if api != "chat":
-            await keep_signed(self.signatures, prepared.owner, response.message.content)
+        await keep_signed(self.signatures, prepared.owner, response.message.content)
         if api == "anthropic":
             body = anthropic_write.write_message(response, model)
         elif api == "chat":
@@ -313,8 +313,8 @@ class Gateway:
         the error after this ending, so one that ends here never came."""
         if end.stop_reason.kind in FAILED_ENDINGS:
             raise ProtocolError("the stream ended with an error")
-        if api != "chat":  # its signatures kept before the client is told of the calls
-            await keep_signed(self.signatures, prepared.owner, end.final_content)
+        # its signatures kept before the client is told of the calls
+        await keep_signed(self.signatures, prepared.owner, end.final_content)
         written = writer.feed(end)
         final = getattr(writer, "final", None) if response_id else None
         if final is not None:
