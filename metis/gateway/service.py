@@ -54,7 +54,7 @@ from metis.gateway.reported import log_dropped as log_dropped
 from metis.gateway.reported import warnings_of
 from metis.gateway.responses_read import read_responses
 from metis.gateway.server_fit import ServerTools
-from metis.gateway.spent import Spent, spent_by, streamed_model
+from metis.gateway.spent import Spent, cut_usage, output_chars, spent_by, streamed_model
 from metis.gateway.sse import BlockWriter, new_id
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore
 from metis.gateway.stream_writers import answer_parts, ending
@@ -260,12 +260,15 @@ class Gateway:
         response_id: str,
         key: KeyState | None = None,
         spent: Spent | None = None,
+        priced: str | None = None,
     ) -> AsyncGenerator[bytes, None]:
         """The stream's bytes; the deadline is kept by whoever sends them (one cancel scope
         for the whole stream, not one per event). What it spent: charged to ``key``, and
-        told in ``spent``."""
+        told in ``spent``; cut before its usage came, an estimate (``priced`` as that model:
+        a route's that answered)."""
         used: tuple[str | None, TokenUsage | None] = (None, None)
         end: MessageComplete | None = None  # written once the stream is over, not before
+        streamed = 0  # characters of output: what a stream cut before its usage is charged
         try:
             item = first
             while item is not None:
@@ -280,6 +283,7 @@ class Gateway:
                         log_dropped(prepared, warnings_of(item))
                     end = item
                 else:
+                    streamed += output_chars(item)
                     yield writer.feed(item)
                 item = await anext(events, None)
             if end is not None:
@@ -293,6 +297,12 @@ class Gateway:
             elapsed = time.monotonic() - prepared.started
             self.metrics.request(api, prepared.inbound.model, 200, elapsed)
             await aclose_shielded(events)
+            if used[1] is None:  # cut before its usage came: never free (docs/gateway.md)
+                used = (
+                    priced or prepared.request.model,
+                    cut_usage(prepared.target.chat_model, prepared.request, streamed),
+                )
+                self.metrics.usage(*used)
             if spent is not None:
                 spent.model, spent.usage = used
             if key is not None:
