@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from metis.adapter.adapter import Adapter
 from metis.core.ids import new_request_id
+from metis.core.raised import is_cancellation
 from metis.errors import AdapterError, InvalidRequestError, ProtocolError
 from metis.gateway import (
     anthropic_api,
@@ -187,16 +188,29 @@ class Gateway:
     ) -> JsonResult:
         if key is not None:
             await self.keys.admit(key, prepared.inbound.model)
-        response = None
+        response, spent = None, Spent()
         try:
             with anyio.fail_after(self.settings.request_timeout_seconds):
                 response = await prepared.target.chat_model.complete(prepared.request)
+            spent.model, spent.usage = spent_by(response)
         except TimeoutError:
+            self._cut(prepared, spent)
             raise self.time_limit.exceeded() from None
+        except BaseException as exc:
+            if is_cancellation(exc):  # the client gone: never free (docs/gateway.md)
+                self._cut(prepared, spent)
+            raise
         finally:
             if key is not None:
-                await self.keys.release(key, *spent_by(response))
+                await self.keys.release(key, spent.model, spent.usage)
         return await self.answered(api, prepared, response)
+
+    def _cut(self, prepared: Prepared, spent: Spent) -> None:
+        """A whole reply cut by the deadline or the client before it came: its input
+        estimated (its output never seen), counted in the metrics and told in ``spent``."""
+        request = prepared.request
+        spent.model, spent.usage = request.model, cut_usage(prepared.target.chat_model, request, 0)
+        self.metrics.usage(spent.model, spent.usage)
 
     async def answered(
         self, api: str, prepared: Prepared, response: CanonicalResponse

@@ -77,7 +77,7 @@ def cut_usage(chat_model: Any, request: CanonicalRequest, streamed: int) -> Toke
         estimated=True,
     )
     log.warning(
-        "a stream of %s was cut before its usage came; charged an estimate (%d input, %d "
+        "a call of %s was cut before its usage came; charged an estimate (%d input, %d "
         "output tokens)",
         request.model,
         usage.input_tokens,

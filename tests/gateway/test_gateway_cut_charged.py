@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from metis.gateway.app import create_app
@@ -101,3 +102,40 @@ async def test_a_passed_through_stream_cut_by_the_client_is_charged_what_it_can_
     metrics = gateway.metrics
     assert metrics.tokens[(served_by, "input")] > 40
     assert (metrics.estimated[(served_by, "input")] > 0) is estimated
+
+
+async def test_a_whole_reply_cut_by_the_client_is_charged_its_input_estimated() -> None:
+    """The client goes away while the model (Gemini, translated) is still answering: its key
+    is charged the input the library estimates, the output it never saw not counted."""
+    emulator, arrived = Emulator(), anyio.Event()
+
+    async def thinking(request: httpx.Request) -> httpx.Response:
+        arrived.set()  # the model has the request, and answers nothing yet
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    transport = httpx.MockTransport(thinking)
+    emulator.client = lambda: httpx.AsyncClient(transport=transport)  # type: ignore[method-assign]
+    keys = [{"name": "team", "sha256": digest(KEY), "budget_usd": 5}]
+    app = create_app(gateway_config(emulator, {"keys": keys}))
+    body = json.dumps({"model": "flash", **ASKED["/v1/messages"]}).encode()
+    given = [False]
+
+    async def receive() -> dict[str, Any]:
+        if not given[0]:
+            given[0] = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await arrived.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        pass
+
+    asked = scope("/v1/messages")
+    asked["headers"] = [(b"x-api-key", KEY.encode()), (b"content-type", b"application/json")]
+    with anyio.fail_after(30):  # a bound on a hang: the wait is cut by the disconnect
+        await app(asked, receive, send)
+    gateway, model = app.state.gateway, "gemini:gemini-2.5-flash"
+    assert await gateway.keys.spent("team") > Decimal(0)
+    assert gateway.metrics.estimated[(model, "input")] > 40
+    assert gateway.metrics.estimated[(model, "output")] == 0
