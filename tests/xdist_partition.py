@@ -41,6 +41,7 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 1 
     # each worker that imports it pays it: tests/project/test_xdist_partition.py checks the list)
     file: "official SDKs"
     for file in (
+        "tests/gateway/test_gateway_annotations_dropped.py",
         "tests/gateway/test_gateway_azure.py",
         "tests/gateway/test_gateway_base_url_said.py",
         "tests/gateway/test_gateway_call_signatures.py",

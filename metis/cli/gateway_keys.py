@@ -53,17 +53,19 @@ async def _shown(settings: Any, reset: str | None, out: Output) -> int:
             state = next(state for state in states if state.spec.name == reset)
             spent = await ledger.spent(state)
             await ledger.reset(state)
-            label = ledger.period(state).label
+            label = (await ledger.period(state)).label
             of = f" of {label}" if label else ""
             out.line(f"key {reset!r}: its spend{of} ({spent:f} USD) is reset to 0")
             return 0
-        rows = [_row(state, ledger, await ledger.spent(state)) for state in states]
+        rows = [
+            _row(state, await ledger.period(state), await ledger.spent(state)) for state in states
+        ]
     out.table(["key", "period", "spent USD", "budget USD", "renews"], rows, right=(2, 3))
     return 0
 
 
-def _row(state: Any, ledger: Any, spent: Decimal) -> list[str]:
-    spec, period = state.spec, ledger.period(state)
+def _row(state: Any, period: Any, spent: Decimal) -> list[str]:
+    spec = state.spec
     budget = "-" if spec.budget_usd is None else format(spec.budget_usd, "f")
     renews = "never" if period.ends is None else period.ends.strftime("%Y-%m-%dT%H:%M:%SZ")
     return [spec.name, period.label or "none", format(spent, "f"), budget, renews]

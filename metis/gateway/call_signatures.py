@@ -1,9 +1,11 @@
-"""Tool calls' thought signatures (Gemini 3's) kept for the clients whose API has no place for
-them (docs/gateway.md): a Messages or Responses client is handed the call alone, by its id,
-and sends it back alone, so the gateway keeps each signature in its store (in memory, or in
-Redis, where any replica finds it) under the call's id and gives it back when the client's
-history carries that call again. A Chat client is handed it on the call itself
-(``extra_content``: :func:`metis.gateway.provenance.call_signature`)."""
+"""Tool calls' thought signatures (Gemini 3's) kept for the clients that do not send them back
+(docs/gateway.md): a Messages or Responses client is handed the call alone, by its id, and
+sends it back alone, so the gateway keeps each signature in its store (in memory, or in Redis,
+where any replica finds it) under the call's id and gives it back when the client's history
+carries that call again. A Chat client is handed it on the call itself (``extra_content``:
+:func:`metis.gateway.provenance.call_signature`), which most Chat clients drop when they send
+the call back: its calls' signatures are kept the same way, and a call that comes back with
+its ``extra_content`` keeps the one it carries."""
 
 from __future__ import annotations
 

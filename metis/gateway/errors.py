@@ -96,6 +96,13 @@ class BudgetExceededError(RateLimitError):
     error_class = ErrorClass.RATE_LIMIT
 
 
+def out_of_credit(error: AdapterError) -> bool:
+    """Whether ``error`` says an account cannot pay (a key's budget, or an upstream account
+    out of credit: metis/wire/out_of_credit.py), a rate limit no wait mends: OpenAI's
+    ``insufficient_quota``, and ``x-should-retry: false`` in either API."""
+    return error.error_class is ErrorClass.RATE_LIMIT and not error.retryable
+
+
 BUDGET = "budget"
 """The ``error_class`` ``/metrics`` counts a key's budget refusal under."""
 
@@ -353,7 +360,7 @@ def openai_error(error: AdapterError, request_id: str, param: str | None = None)
             kind = "server_error"
     else:
         status, kind, code = _OPENAI[error.error_class]
-        if error.provider_code == "insufficient_quota":  # as OpenAI answers a spent quota
+        if out_of_credit(error):  # as OpenAI answers a spent quota, whoever's it is
             kind = code = "insufficient_quota"
     if isinstance(error, PreviousResponseNotFoundError):
         param = "previous_response_id"

@@ -24,10 +24,10 @@ from typing import Any
 
 from metis.core.ids import new_ulid
 from metis.errors import ProtocolError, ServerError
-from metis.gateway.budget_period import Period, period_at
+from metis.gateway.budget_period import NO_PERIOD, Period, period_at
 from metis.gateway.errors import shared_store_failed
 from metis.gateway.keys import OVER_BUDGET, WINDOW_SECONDS, KeyState, renews_at
-from metis.redis.server_clock import NOW
+from metis.redis.server_clock import NOW, ServerWall
 
 log = logging.getLogger("metis.gateway")
 
@@ -156,38 +156,42 @@ def _limit(value: int | Decimal | None) -> str:
 
 
 class RedisLedger:
-    """``wall``: the Unix time, which sets a key's budget period (this gateway's clock; a
-    test's)."""
+    """``wall``: the Unix time, which sets a key's budget period: by default the Redis
+    server's (:class:`~metis.redis.server_clock.ServerWall`), so every gateway naming it
+    starts a period at the same moment whatever its own clock says; a test's clock."""
 
     def __init__(
         self,
         client: Any,
         prefix: str = "metis:gateway:keys:",
-        wall: Callable[[], float] = time.time,
+        wall: Callable[[], float] | None = None,
     ) -> None:
         self.client, self.prefix, self.wall = client, prefix, wall
+        self.server_wall = ServerWall(client)
         self._admit = client.register_script(_ADMIT)
         self._release = client.register_script(_RELEASE)
         self._leases: dict[int, list[str]] = {}  # per key state: the leases this process holds
         self._unsettled: dict[int, Unsettled] = {}  # per key state: what Redis did not take
         self._reported: dict[int, str] = {}  # per key state: the foreign spend last logged
 
-    def _keys(self, state: KeyState, period: Period | None = None) -> list[str]:
-        """The key's starts, leases, spend (of ``period``; by default the one now) and
-        charges."""
+    def _keys(self, state: KeyState, period: Period = NO_PERIOD) -> list[str]:
+        """The key's starts, leases, spend (of ``period``) and charges."""
         base = f"{self.prefix}{{{state.spec.name}}}:"
-        label = (period or self.period(state)).label
+        label = period.label
         spent = f"{base}spent:{label}" if label else base + "spent"
         return [base + "starts", base + "leases", spent, base + "charges"]
 
-    def period(self, state: KeyState) -> Period:
-        """The key's budget period now, by :attr:`wall`."""
-        return period_at(state.spec.budget_period, self.wall())
+    async def period(self, state: KeyState) -> Period:
+        """The key's budget period now, by :attr:`wall` (the server's clock by default)."""
+        kind = state.spec.budget_period
+        if kind == "none":
+            return NO_PERIOD
+        return period_at(kind, self.wall() if self.wall else await self.server_wall.now())
 
     async def admit(
         self, state: KeyState, now: float | None, budgeted: bool = True
     ) -> tuple[int, float]:
-        spec, lease, period = state.spec, new_ulid(), self.period(state)
+        spec, lease, period = state.spec, new_ulid(), await self.period(state)
         owed = self._unsettled.pop(id(state), None) or Unsettled()
         _drop_stale(state, owed)
         args = [
@@ -213,7 +217,7 @@ class RedisLedger:
             raise shared_store_failed(f"check the limits of key {spec.name!r}", exc) from exc
         if int(verdict) == _FOREIGN:  # refused before any change: owed as it was
             self._owe(state, owed)
-            raise self._foreign(state, wait)
+            raise self._foreign(state, wait, period)
         self._reported.pop(id(state), None)
         if int(verdict) == 0:
             self._leases.setdefault(id(state), []).append(lease)
@@ -226,7 +230,7 @@ class RedisLedger:
         lease = held.pop() if held else None
         if lease is None and not usd:
             return
-        charge, sent, period = new_ulid(), time.monotonic(), self.period(state)
+        charge, sent, period = new_ulid(), time.monotonic(), await self.period(state)
         args = ["", lease or "", *_charge_args(charge, usd), _expires(period)]
         try:
             foreign = await self._release(keys=self._keys(state, period), args=args)
@@ -239,9 +243,9 @@ class RedisLedger:
             raise shared_store_failed(doing, exc) from exc
         if foreign is not None:  # its place given back; its charge owed until the spend is set
             self._owe(state, Unsettled([], {charge: (usd, sent)}))
-            self._foreign(state, foreign)
+            self._foreign(state, foreign, period)
 
-    def _foreign(self, state: KeyState, held: Any) -> ServerError:
+    def _foreign(self, state: KeyState, held: Any, period: Period) -> ServerError:
         """The error of a key whose spend in Redis no gateway wrote (``held``: what it holds),
         logged once for the operator until the key is admitted again."""
         name = state.spec.name
@@ -252,7 +256,7 @@ class RedisLedger:
                 "gateway key %r: its spend in the shared store (%s) holds %r, which no gateway "
                 "wrote; its requests get 500 until it is set to a number of USD or deleted",
                 name,
-                self._keys(state)[2],
+                self._keys(state, period)[2],
                 text,
                 extra={"event": "metis.gateway.store_failed"},
             )
@@ -280,14 +284,15 @@ class RedisLedger:
         at its next request); whether it had one."""
         name = state.spec.name
         try:
-            return bool(await self.client.delete([self._keys(state)[2]]))
+            spent = self._keys(state, await self.period(state))[2]
+            return bool(await self.client.delete([spent]))
         except Exception as exc:
             raise shared_store_failed(f"reset the spend of key {name!r}", exc) from exc
 
     async def spent(self, state: KeyState) -> Decimal:
         name = state.spec.name
         try:
-            value = await self.client.get(self._keys(state)[2])
+            value = await self.client.get(self._keys(state, await self.period(state))[2])
         except Exception as exc:
             raise shared_store_failed(f"read the spend of key {name!r}", exc) from exc
         text = value.decode(errors="replace") if isinstance(value, bytes) else str(value or 0)

@@ -1,7 +1,7 @@
 """The gateway's metrics in Prometheus text format (``GET /metrics``): requests by API,
 endpoint, model and status, errors by API, endpoint and class, a route's failed attempts by
-model and class, tokens, cost in USD, and request durations by API and endpoint
-(docs/gateway.md "Metrics")."""
+model and class, tokens (and those estimated), cost in USD, and request durations by API and
+endpoint (docs/gateway.md "Metrics")."""
 
 from __future__ import annotations
 
@@ -58,6 +58,9 @@ class Metrics:
         self.errors: Counter[tuple[str, str, str]] = Counter()
         self.failed_attempts: Counter[tuple[str, str]] = Counter()
         self.tokens: Counter[tuple[str, str]] = Counter()
+        self.estimated: Counter[tuple[str, str]] = Counter()
+        """The part of :attr:`tokens` that was estimated, not reported by the provider (a
+        stream cut before its usage came, a reply with none)."""
         self.cost: dict[str, Decimal] = {}
         self.durations: dict[tuple[str, str], list[int]] = {}
         self.duration_sum: dict[tuple[str, str], float] = {}
@@ -95,6 +98,9 @@ class Metrics:
         own id; their cost all under ``model``, as the call's key is charged."""
         self.tokens[(model, "input")] += usage.total_input_tokens
         self.tokens[(model, "output")] += usage.output_tokens
+        if usage.estimated:
+            self.estimated[(model, "input")] += usage.total_input_tokens
+            self.estimated[(model, "output")] += usage.output_tokens
         for other in usage.other_models:
             name = other_model(model, other.model)
             self.tokens[(name, "input")] += other.usage.total_input_tokens
@@ -118,6 +124,7 @@ class Metrics:
             (_labels(model=m, error_class=k), n) for (m, k), n in self.failed_attempts.items()
         ]
         tokens = [(_labels(model=m, direction=d), n) for (m, d), n in self.tokens.items()]
+        guessed = [(_labels(model=m, direction=d), n) for (m, d), n in self.estimated.items()]
         cost = [(_labels(model=m), usd) for m, usd in self.cost.items()]
         lines = [
             *_family(
@@ -130,6 +137,11 @@ class Metrics:
                 attempts,
             ),
             *_family("tokens_total", "Tokens used, by model and direction.", tokens),
+            *_family(
+                "estimated_tokens_total",
+                "The tokens of tokens_total that were estimated, not reported by the provider.",
+                guessed,
+            ),
             *_family("cost_usd_total", "Cost at the catalog's prices, by model.", cost),
             "# HELP metis_gateway_request_seconds Request durations (a stream's until its end).",
             "# TYPE metis_gateway_request_seconds histogram",

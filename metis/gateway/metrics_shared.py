@@ -25,6 +25,7 @@ def snapshot(metrics: Metrics) -> dict[str, Any]:
         "errors": [[*key, n] for key, n in metrics.errors.items()],
         "failed_attempts": [[m, k, n] for (m, k), n in metrics.failed_attempts.items()],
         "tokens": [[m, d, n] for (m, d), n in metrics.tokens.items()],
+        "estimated": [[m, d, n] for (m, d), n in metrics.estimated.items()],
         "cost": [[m, str(usd)] for m, usd in metrics.cost.items()],
         "durations": [[a, e, counts] for (a, e), counts in metrics.durations.items()],
         "duration_sum": [[a, e, s] for (a, e), s in metrics.duration_sum.items()],
@@ -42,6 +43,8 @@ def absorb(into: Metrics, found: dict[str, Any]) -> None:
         into.failed_attempts[(m, k)] += n
     for m, d, n in found.get("tokens", ()):
         into.tokens[(m, d)] += n
+    for m, d, n in found.get("estimated", ()):
+        into.estimated[(m, d)] += n
     for m, usd in found.get("cost", ()):
         into.cost[m] = into.cost.get(m, Decimal(0)) + Decimal(usd)
     for a, e, counts in found.get("durations", ()):

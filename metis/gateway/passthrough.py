@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from metis.adapter.adapter import Adapter
-from metis.errors import AdapterError, ProtocolError
+from metis.errors import AdapterError, ErrorClass, ProtocolError
 from metis.gateway.hidden import shown
 from metis.gateway.inbound import whole_number
 from metis.gateway.keys import KeyState
@@ -44,8 +44,10 @@ from metis.gateway.relay import AnthropicRelay, ChatRelay, Relay
 from metis.gateway.relay_responses import ResponsesRelay
 from metis.gateway.server_written import responses_written_in, written_in
 from metis.gateway.service import Gateway, JsonResult, StreamResult, dropped_headers, error_reply
+from metis.gateway.spent import passed_cut_usage
 from metis.gateway.sse import data, event
 from metis.gateway.store import Owner, whose
+from metis.model.response import TokenUsage
 from metis.pipeline.call import Call
 from metis.transport.exchange import Exchange
 from metis.wire.framing.objects import MAX_WHOLE_BODY
@@ -315,17 +317,21 @@ class PassThrough:
             await chunks.aclose()  # type: ignore[attr-defined]
             await self.settle(passing, key)
 
-    async def settle(self, passing: Passing, key: KeyState | None) -> None:
+    async def settle(self, passing: Passing, key: KeyState | None) -> TokenUsage | None:
         """The request is over: its metrics, its telemetry, its conversation kept, and its key
-        charged what the provider reported."""
+        charged what the provider reported (a stream cut before it reported any: an
+        estimate of its input)."""
         gateway, charged, relay = self.gateway, passing.target.request_model, passing.relay
         elapsed = time.monotonic() - passing.started
+        usage = relay.usage if relay is not None else None
         try:
             if relay is not None:
                 if relay.failed is not None:
                     gateway.metrics.error(passing.api, relay.failed)
-                if relay.usage is not None:
-                    gateway.metrics.usage(charged, relay.usage)
+                if usage is None and cut_short(passing, relay):
+                    usage = passed_cut_usage(charged, passing.body)
+                if usage is not None:
+                    gateway.metrics.usage(charged, usage)
                 if passing.call is not None:
                     passing.adapter.telemetry.emit(ended(passing, relay, elapsed))
                 if isinstance(relay, ResponsesRelay) and passing.error is None:
@@ -334,4 +340,14 @@ class PassThrough:
             if passing.opened:  # a refused call is counted with its status (metis.gateway.app)
                 gateway.metrics.request(passing.api, passing.target.name, 200, elapsed)
             if key is not None:
-                await gateway.keys.release(key, charged, relay.usage if relay else None)
+                await gateway.keys.release(key, charged, usage)
+        return usage
+
+
+def cut_short(passing: Passing, relay: Relay) -> bool:
+    """Whether a passed-through stream the provider accepted ended before its provider said
+    how (no stop, no error event): cut by the deadline, the client gone, or the connection
+    dropped (a failure of another class, a reply it could not read, is the provider's)."""
+    error = passing.error
+    cut = error is None or error.error_class is ErrorClass.NETWORK
+    return passing.stream and passing.opened and cut and not relay.finished

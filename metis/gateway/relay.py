@@ -80,6 +80,7 @@ STREAM_ERROR_CLASSES = {
     "rate_limit_error": ErrorClass.RATE_LIMIT,
     "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
     "insufficient_quota": ErrorClass.RATE_LIMIT,
+    "billing_error": ErrorClass.RATE_LIMIT,
     "authentication_error": ErrorClass.AUTH,
     "permission_error": ErrorClass.AUTH,
     "invalid_request_error": ErrorClass.INVALID_REQUEST,

@@ -231,8 +231,7 @@ class Routed:
                 self._failed(attempt, error, served)
             raise
         finally:
-            await passer.settle(passing, None)
-            usage = passing.relay.usage if passing.relay is not None else None
+            usage = await passer.settle(passing, None)  # a cut stream's: an estimate
             served.spent.model, served.spent.usage = passing.target.request_model, usage
             await attempt.settle(usage)
 
@@ -261,7 +260,14 @@ class Routed:
         served.failed = failed = ending(api, prepared, writer)
         served.ended = failed.ended
         chunks = gateway._chunks(
-            api, prepared, events, first, writer, response_id, spent=served.spent
+            api,
+            prepared,
+            events,
+            first,
+            writer,
+            response_id,
+            spent=served.spent,
+            priced=attempt.target.model,
         )
         try:
             async for chunk in chunks:

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from metis.adapter.adapter import Adapter
 from metis.core.ids import new_request_id
+from metis.core.raised import is_cancellation
 from metis.errors import AdapterError, InvalidRequestError, ProtocolError
 from metis.gateway import (
     anthropic_api,
@@ -54,7 +55,7 @@ from metis.gateway.reported import log_dropped as log_dropped
 from metis.gateway.reported import warnings_of
 from metis.gateway.responses_read import read_responses
 from metis.gateway.server_fit import ServerTools
-from metis.gateway.spent import Spent, spent_by, streamed_model
+from metis.gateway.spent import Spent, cut_usage, output_chars, spent_by, streamed_model
 from metis.gateway.sse import BlockWriter, new_id
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore
 from metis.gateway.stream_writers import answer_parts, ending
@@ -158,8 +159,9 @@ class Gateway:
             ids = given_ids(stored.ids if stored is not None else None, body.get("input"))
         if stored is not None:
             inbound.messages = [*stored.messages, *inbound.messages]
-        if api != "chat":  # a Chat client sends its calls' signatures back on them
-            inbound.messages = await restore_signed(self.signatures, owner, inbound.messages)
+        # a call sent back without its signature (every Messages and Responses client, and a
+        # Chat client that strips extra_content) is given the one kept under its id
+        inbound.messages = await restore_signed(self.signatures, owner, inbound.messages)
         target = found if found is not None and found.name == inbound.model else None
         target = target or self.models.resolve(inbound.model)
         own: dict[str, Any] = lone_instructions(inbound) if api != "anthropic" else {}
@@ -186,16 +188,29 @@ class Gateway:
     ) -> JsonResult:
         if key is not None:
             await self.keys.admit(key, prepared.inbound.model)
-        response = None
+        response, spent = None, Spent()
         try:
             with anyio.fail_after(self.settings.request_timeout_seconds):
                 response = await prepared.target.chat_model.complete(prepared.request)
+            spent.model, spent.usage = spent_by(response)
         except TimeoutError:
+            self._cut(prepared, spent)
             raise self.time_limit.exceeded() from None
+        except BaseException as exc:
+            if is_cancellation(exc):  # the client gone: never free (docs/gateway.md)
+                self._cut(prepared, spent)
+            raise
         finally:
             if key is not None:
-                await self.keys.release(key, *spent_by(response))
+                await self.keys.release(key, spent.model, spent.usage)
         return await self.answered(api, prepared, response)
+
+    def _cut(self, prepared: Prepared, spent: Spent) -> None:
+        """A whole reply cut by the deadline or the client before it came: its input
+        estimated (its output never seen), counted in the metrics and told in ``spent``."""
+        request = prepared.request
+        spent.model, spent.usage = request.model, cut_usage(prepared.target.chat_model, request, 0)
+        self.metrics.usage(spent.model, spent.usage)
 
     async def answered(
         self, api: str, prepared: Prepared, response: CanonicalResponse
@@ -208,8 +223,7 @@ class Gateway:
         self.metrics.request(api, prepared.inbound.model, 200, elapsed)
         reported = prepared.reported + warnings_of(response)
         model = prepared.inbound.model
-        if api != "chat":
-            await keep_signed(self.signatures, prepared.owner, response.message.content)
+        await keep_signed(self.signatures, prepared.owner, response.message.content)
         if api == "anthropic":
             body = anthropic_write.write_message(response, model)
         elif api == "chat":
@@ -260,12 +274,15 @@ class Gateway:
         response_id: str,
         key: KeyState | None = None,
         spent: Spent | None = None,
+        priced: str | None = None,
     ) -> AsyncGenerator[bytes, None]:
         """The stream's bytes; the deadline is kept by whoever sends them (one cancel scope
         for the whole stream, not one per event). What it spent: charged to ``key``, and
-        told in ``spent``."""
+        told in ``spent``; cut before its usage came, an estimate (``priced`` as that model:
+        a route's that answered)."""
         used: tuple[str | None, TokenUsage | None] = (None, None)
         end: MessageComplete | None = None  # written once the stream is over, not before
+        streamed = 0  # characters of output: what a stream cut before its usage is charged
         try:
             item = first
             while item is not None:
@@ -280,6 +297,7 @@ class Gateway:
                         log_dropped(prepared, warnings_of(item))
                     end = item
                 else:
+                    streamed += output_chars(item)
                     yield writer.feed(item)
                 item = await anext(events, None)
             if end is not None:
@@ -293,6 +311,12 @@ class Gateway:
             elapsed = time.monotonic() - prepared.started
             self.metrics.request(api, prepared.inbound.model, 200, elapsed)
             await aclose_shielded(events)
+            if used[1] is None:  # cut before its usage came: never free (docs/gateway.md)
+                used = (
+                    priced or prepared.request.model,
+                    cut_usage(prepared.target.chat_model, prepared.request, streamed),
+                )
+                self.metrics.usage(*used)
             if spent is not None:
                 spent.model, spent.usage = used
             if key is not None:
@@ -313,8 +337,8 @@ class Gateway:
         the error after this ending, so one that ends here never came."""
         if end.stop_reason.kind in FAILED_ENDINGS:
             raise ProtocolError("the stream ended with an error")
-        if api != "chat":  # its signatures kept before the client is told of the calls
-            await keep_signed(self.signatures, prepared.owner, end.final_content)
+        # its signatures kept before the client is told of the calls
+        await keep_signed(self.signatures, prepared.owner, end.final_content)
         written = writer.feed(end)
         final = getattr(writer, "final", None) if response_id else None
         if final is not None:

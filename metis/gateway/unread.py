@@ -147,6 +147,7 @@ def chat_unread(body: Mapping[str, Any]) -> list[str]:
                 kind = part.get("type") if isinstance(part, Mapping) else None
                 if isinstance(kind, str) and kind in CHAT_INNER:
                     _check(part.get(kind), CHAT_INNER[kind], f"{where}.content[{j}].{kind}", out)
+        _annotations(message.get("annotations"), where, out)
         for k, call in enumerate(_list(message.get("tool_calls"))):
             at = f"{where}.tool_calls[{k}]"
             _check(call, _of(CHAT_CALLS, call.get("type", "function")) or _CACHED, at, out)
@@ -178,6 +179,22 @@ def responses_unread(body: Mapping[str, Any]) -> list[str]:
             _check(tool, known, f"tools[{i}]", out)
     _check(body.get("reasoning"), RESPONSES_REASONING, "reasoning", out)
     return out
+
+
+CITED = "url_citation"
+"""The one annotation type a Chat message's ``annotations`` has a canonical form for (its text's
+citation, metis.histories.openai_chat)."""
+
+
+def _annotations(annotations: Any, where: str, out: list[str]) -> None:
+    """Each annotation of an assistant message that is no URL citation (OpenRouter's ``file``,
+    which it gives back to skip parsing a PDF again; any other a Chat-compatible service
+    sends), named with its type: the translated path leaves it out."""
+    for k, note in enumerate(annotations if isinstance(annotations, list) else ()):
+        kind = note.get("type") if isinstance(note, Mapping) else None
+        if kind != CITED:
+            shown = kind if isinstance(kind, str) else type(note).__name__
+            out.append(f"{where}.annotations[{k}] ({shown[:60]} annotation: no canonical form)")
 
 
 def _of(known: Known, kind: Any) -> frozenset[str] | None:

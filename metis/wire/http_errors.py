@@ -19,6 +19,7 @@ from typing import Any
 from metis.errors import AdapterError, AuthError, ErrorClass, error_for
 from metis.wire import json_limits
 from metis.wire.compressed import undeclared_compression
+from metis.wire.out_of_credit import cannot_pay
 
 
 @functools.cache
@@ -152,7 +153,8 @@ def http_error(
     invalid (xAI's 400); with neither, an error inside a stream is a server error. A
     503, or an error inside a stream, that is a server error saying it is overloaded is
     ``overloaded``, and an invalid request whose text says the context is too long is a
-    context overflow.
+    context overflow. An error saying the account cannot pay (out of credit, past a spend
+    limit: :func:`~metis.wire.out_of_credit.cannot_pay`) is a ``rate_limit`` never retried.
 
     ``retried_by_status``: the provider's own SDK retries by status (:func:`sdk_retries`), so
     such a status whose body names only an invalid request is classified by its status, a 409
@@ -173,6 +175,8 @@ def http_error(
         cls = ErrorClass.OVERLOADED
     if cls is ErrorClass.INVALID_REQUEST and says_context_overflow(message):
         cls = ErrorClass.CONTEXT_OVERFLOW
+    if cannot_pay(status, code, message):  # out of credit: no wait mends it (out_of_credit.py)
+        cls, retryable = ErrorClass.RATE_LIMIT, False
     error = error_for(
         cls,
         message or (f"HTTP {status} with an empty body" if status else "an error with no message"),

@@ -149,3 +149,60 @@ def test_an_unknown_budget_period_is_a_config_error_naming_the_key() -> None:
     keys = [{"name": "fin", "sha256": digest("k"), "budget_usd": 5, "budget_period": "week"}]
     with pytest.raises(ConfigError, match=r"gateway\.keys\.fin\.budget_period"):
         gateway_config(Emulator(), {"keys": keys})
+
+
+class _Server:
+    """A Redis client whose ``TIME`` says ``said`` (its clock), counting the asks."""
+
+    def __init__(self, said: str) -> None:
+        self.said, self.asked = datetime.fromisoformat(said).replace(tzinfo=UTC), 0
+
+    async def time(self) -> datetime:
+        self.asked += 1
+        return self.said
+
+
+@pytest.mark.anyio
+async def test_the_servers_clock_is_read_once_a_minute_and_moved_on_by_ours() -> None:
+    from metis.redis.server_clock import WALL_REFRESH_SECONDS, ServerWall
+
+    server, local, steady = (
+        _Server("2030-12-01T00:00:05"),
+        Wall("2030-11-30T23:59:00"),
+        Wall("2030-01-01T00:00:00"),
+    )
+    wall = ServerWall(server, local=local, steady=steady)
+    assert await wall.now() == _at("2030-12-01T00:00:05")  # ours is 65 s behind the server's
+    local.now += 10
+    assert await wall.now() == _at("2030-12-01T00:00:15") and server.asked == 1
+    steady.now += WALL_REFRESH_SECONDS
+    await wall.now()
+    assert server.asked == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.backend_independent(False)
+async def test_every_gateway_keeps_a_period_by_the_redis_servers_clock(redis_url: str) -> None:
+    """Two gateways whose clocks disagree by a month (one set 40 days ahead) over one Redis:
+    each keeps the key's spend of the Redis server's period, so the budget is one, and `metis
+    keys` (the ledger's period) says that period too."""
+    import time
+
+    from metis.core.ids import new_ulid
+    from metis.gateway.app import redis_client
+    from metis.gateway.keys_redis import RedisLedger
+
+    prefix = f"test:{new_ulid()}:"
+    spec = KeySpec(name="fin", sha256=digest("k1"), budget_usd=1, budget_period="month")
+    async with redis_client(redis_url) as client:
+        right, ahead = RedisLedger(client, prefix=prefix), RedisLedger(client, prefix=prefix)
+        ahead.server_wall.local = lambda: time.time() + 40 * 86400
+        keys = Keys([spec], {}, ahead)
+        state = keys.find("k1")
+        assert state is not None
+        await keys.admit(state, "m")
+        await keys.release(state, "openai:gpt-4o", USED)
+        server = (await client.time()).timestamp()
+        label = period_at("month", server).label
+        assert (await ahead.period(state)).label == (await right.period(state)).label == label
+        assert await right.spent(state) == await keys.spent("fin") > 0

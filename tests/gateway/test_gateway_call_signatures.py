@@ -110,9 +110,48 @@ def test_a_responses_client_s_call_goes_back_to_gemini_with_its_signature(
     assert _sent_signature(emulator) not in (BYPASS, None)
 
 
+def _gpt(url: str) -> Any:
+    return openai.OpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)
+
+
+CHAT_TOOLS: Any = [{"type": "function", "function": WEATHER_FUNCTION}]
+
+
+def _chat_turn(oai: Any, streamed: bool) -> list[Any]:
+    """The first turn, as most Chat clients send it back: the call's id, name and arguments
+    alone, its ``extra_content`` (where the gateway put its signature) dropped."""
+    asked = {"model": "g3", "messages": ASKED, "tools": CHAT_TOOLS}
+    if streamed:
+        with oai.chat.completions.stream(**asked) as stream:
+            first = stream.get_final_completion()
+    else:
+        first = oai.chat.completions.create(**asked)
+    (call,) = first.choices[0].message.tool_calls
+    assert call.model_extra.get("extra_content")  # handed out, then stripped by the client
+    function = {"name": call.function.name, "arguments": call.function.arguments}
+    stripped = {"id": call.id, "type": "function", "function": function}
+    return [
+        *ASKED,
+        {"role": "assistant", "content": None, "tool_calls": [stripped]},
+        {"role": "tool", "tool_call_id": call.id, "content": "cold"},
+    ]
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_chat_client_that_drops_extra_content_gives_gemini_its_signature(
+    served: tuple[str, Emulator], streamed: bool
+) -> None:
+    url, emulator = served
+    oai = _gpt(url)
+    turns = _chat_turn(oai, streamed)
+    answer = oai.chat.completions.create(model="g3", messages=turns, tools=CHAT_TOOLS)
+    assert answer.choices[0].message.content == ANSWER
+    assert _sent_signature(emulator) not in (BYPASS, None)
+
+
 def test_a_signature_kept_by_one_gateway_is_given_back_by_another(redis_url: str) -> None:
     """Two gateways over one Redis: the call made through one goes back with its signature
-    through the other."""
+    through the other (a Messages client's, and a Chat client's that dropped it)."""
     emulator = Emulator()
     config = {"redis_url": redis_url}
     one = create_app(gateway_config(emulator, config, models=THREE))
@@ -122,7 +161,11 @@ def test_a_signature_kept_by_one_gateway_is_given_back_by_another(redis_url: str
         answer = _claude(second).messages.create(
             model="g3", max_tokens=500, messages=turns, tools=[WEATHER_MESSAGES_TOOL]
         )
-    assert answer.content[-1].text == ANSWER
+        assert answer.content[-1].text == ANSWER
+        assert _sent_signature(emulator) not in (BYPASS, None)
+        chat = _chat_turn(_gpt(first), streamed=False)
+        said = _gpt(second).chat.completions.create(model="g3", messages=chat, tools=CHAT_TOOLS)
+    assert said.choices[0].message.content == ANSWER
     assert _sent_signature(emulator) not in (BYPASS, None)
 
 

@@ -91,6 +91,37 @@ def test_the_sdks_retry_an_overloaded_model(
     assert refused.value.body["error"]["type"] == "overloaded_error"
 
 
+def test_an_upstream_account_out_of_credit_is_the_clients_own_spent_quota(
+    url: str, emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Anthropic's 400 "credit balance is too low" and Gemini's 429 "prepayment credits are
+    depleted" reach an OpenAI client as OpenAI's 429 ``insufficient_quota`` and an Anthropic
+    client as a 429 ``rate_limit_error``, each with ``x-should-retry: false``, so neither SDK
+    sends the request again; a route moves on to its next model at once."""
+    oai = openai.OpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=2)
+    retrying(oai, monkeypatch)
+    served = len(emulator.requests)
+    emulator.push_fault("out_of_credit", times=3, provider="anthropic")
+    with pytest.raises(openai.RateLimitError) as spent:
+        oai.chat.completions.create(model="sonnet", messages=SAID)
+    assert spent.value.code == "insufficient_quota" and spent.value.type == "insufficient_quota"
+    assert spent.value.response.headers["x-should-retry"] == "false"
+    assert len(emulator.requests) - served == 1
+    claude = anthropic.Anthropic(api_key=GATEWAY_KEY, base_url=url, max_retries=2)
+    retrying(claude, monkeypatch)
+    emulator.push_fault("out_of_credit", times=3, provider="gemini")
+    with pytest.raises(anthropic.RateLimitError) as depleted:
+        claude.messages.create(model="flash", max_tokens=50, messages=SAID)
+    assert depleted.value.body["error"]["type"] == "rate_limit_error"
+    assert "prepayment credits are depleted" in depleted.value.body["error"]["message"]
+    assert depleted.value.response.headers["x-should-retry"] == "false"
+    assert len(emulator.requests) - served == 2
+    emulator.push_fault("out_of_credit", provider="gemini")
+    routed = oai.chat.completions.with_raw_response.create(model="fallback", messages=SAID)
+    assert routed.headers["x-metis-model"] == "openai:gpt-4o"
+    assert [r.provider for r in emulator.requests[-2:]] == ["gemini", "openai"]
+
+
 class Stalling:
     """An Anthropic model that streams the start of its answer and then nothing more, with
     the connection open; it records whether its answer was closed (the call cancelled)."""

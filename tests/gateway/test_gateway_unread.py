@@ -134,6 +134,28 @@ def test_chat_names_what_it_leaves_out_inside_and_nothing_it_maps() -> None:
     ]
 
 
+def test_chat_names_each_annotation_it_leaves_out_by_its_type() -> None:
+    """OpenRouter's ``file`` annotation (its parse of a PDF, given back to skip parsing it
+    again) and any other a Chat-compatible service sends has no canonical form; a URL
+    citation is the text's citation, and not named."""
+    cited = {"type": "url_citation", "url_citation": {"url": "https://a", "title": "A"}}
+    parsed = {"type": "file", "file": {"hash": "h1", "name": "a.pdf", "content": []}}
+    notes = [cited, parsed, {"type": "x_other"}, "junk"]
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "Read a.pdf"},
+            {"role": "assistant", "content": "It says hi.", "annotations": notes},
+            {"role": "user", "content": "More"},
+        ],
+    }
+    assert read_chat(body).ignored == [
+        "messages[1].annotations[1] (file annotation: no canonical form)",
+        "messages[1].annotations[2] (x_other annotation: no canonical form)",
+        "messages[1].annotations[3] (str annotation: no canonical form)",
+    ]
+
+
 def test_responses_names_what_it_leaves_out_inside_and_nothing_it_maps() -> None:
     body = {
         "model": "m",

@@ -10,6 +10,10 @@ A fault is written ``kind[=arg][;key=value...]``:
 ``server_error``     500
 ``auth``             401 (Gemini: 400 ``API_KEY_INVALID``, as Gemini answers a bad key)
 ``context_overflow`` 400 with the provider's own "prompt is too long" wording and code
+``out_of_credit``    the provider's own answer to an account that cannot pay: Anthropic's 400
+                     "Your credit balance is too low ...", OpenAI's 429 ``insufficient_quota``,
+                     Gemini's 429 "Your prepayment credits are depleted ...", Bedrock's 403
+                     ``INVALID_PAYMENT_INSTRUMENT`` (an Ollama server bills no one: a 402)
 ``drop[=N]``         the connection is closed after N stream events (default 2; a non-streamed
                      request gets no response at all)
 ``stall[=S]``        after ``after`` events (default 1) nothing is sent for S seconds (default 30)
@@ -36,7 +40,9 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-STATUS_KINDS = frozenset({"rate_limit", "overloaded", "server_error", "auth", "context_overflow"})
+STATUS_KINDS = frozenset(
+    {"rate_limit", "overloaded", "server_error", "auth", "context_overflow", "out_of_credit"}
+)
 STREAM_KINDS = frozenset({"drop", "stall", "malformed", "stream_error"})
 MODIFIER_KINDS = frozenset({"slow"})
 KINDS = STATUS_KINDS | STREAM_KINDS | MODIFIER_KINDS | {"none"}
@@ -51,6 +57,7 @@ ALIASES = {
         "server_error": "500 server",
         "auth": "401 unauthorized",
         "context_overflow": "overflow context",
+        "out_of_credit": "402 credit billing",
         "drop": "disconnect",
         "stall": "hang",
         "malformed": "invalid_json",

@@ -15,7 +15,7 @@ _ERROR_CLASSES = {
     "rate_limit_error": ErrorClass.RATE_LIMIT,
     "authentication_error": ErrorClass.AUTH,
     "permission_error": ErrorClass.AUTH,
-    "billing_error": ErrorClass.INVALID_REQUEST,  # the account's billing (a 402): not retried
+    "billing_error": ErrorClass.RATE_LIMIT,  # the account cannot pay: never retried (out_of_credit)
     "request_too_large": ErrorClass.CONTEXT_OVERFLOW,
     "invalid_request_error": ErrorClass.INVALID_REQUEST,
     "not_found_error": ErrorClass.INVALID_REQUEST,

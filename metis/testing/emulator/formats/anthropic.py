@@ -63,6 +63,12 @@ ERRORS = {
     "overloaded": (529, "overloaded_error", "Overloaded"),
     "server_error": (500, "api_error", "Internal server error"),
     "auth": (401, "authentication_error", "invalid x-api-key"),
+    "out_of_credit": (
+        400,
+        "invalid_request_error",
+        "Your credit balance is too low to access the Anthropic API. Please go to Plans & "
+        "Billing to upgrade or purchase credits.",
+    ),
 }
 
 

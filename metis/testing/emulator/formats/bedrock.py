@@ -73,6 +73,12 @@ FAULTS: dict[str, tuple[Any, ...]] = {
         "AccessDeniedException",
         "You don't have access to the model with the specified model ID.",
     ),
+    "out_of_credit": (
+        403,
+        "AccessDeniedException",
+        "Model access is denied due to INVALID_PAYMENT_INSTRUMENT:A valid payment instrument "
+        "must be provided.",
+    ),
 }
 STREAM_EXCEPTIONS = {
     "rate_limit": "throttlingException",

@@ -62,6 +62,12 @@ FAULTS: dict[str, tuple[Any, ...]] = {
     "overloaded": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
     "server_error": (500, "INTERNAL", INTERNAL),
     "auth": (400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
+    "out_of_credit": (
+        429,
+        "RESOURCE_EXHAUSTED",
+        "Your prepayment credits are depleted. Please go to AI Studio at "
+        "https://ai.studio/projects to manage your project and billing.",
+    ),
 }
 IN_STREAM: dict[str, tuple[Any, ...]] = {
     **FAULTS,

@@ -49,6 +49,7 @@ FAULTS: dict[str, tuple[Any, ...]] = {
     "server_error": (500, "llama runner process has terminated: exit status 2"),
     "auth": (401, "unauthorized"),
     "context_overflow": (400, "the input length exceeds the context length"),
+    "out_of_credit": (402, "payment required"),
 }
 
 

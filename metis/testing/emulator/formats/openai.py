@@ -23,6 +23,11 @@ NO_KEY = (
 )
 SERVER_ERROR = "The server had an error while processing your request. Sorry about that!"
 OVERLOADED = "The server is overloaded or not ready yet."
+QUOTA = (
+    "You exceeded your current quota, please check your plan and billing details. For more "
+    "information on this error, read the docs: "
+    "https://platform.openai.com/docs/guides/error-codes/api-errors."
+)
 RATE_LIMITED = "rate_limit_exceeded"
 STREAM_ERRORS = {
     "rate_limit": ("Rate limit reached. Please try again later.", "requests", RATE_LIMITED),
@@ -171,6 +176,8 @@ class OpenAI(Format):
             return self.error(500, SERVER_ERROR, request, "server_error")
         if kind == "auth":
             return self.invalid_key(request)
+        if kind == "out_of_credit":
+            return self.error(429, QUOTA, request, "insufficient_quota", code="insufficient_quota")
         return self.refusal(self.overflow(131072, 128000), request)
 
     def listed(self, call: Call) -> tuple[str, ...]:
