@@ -122,7 +122,8 @@ def secret_forms(secret: str) -> list[str]:
     """The ways ``secret`` can appear in text: as is, JSON-escaped (``\\/`` and ``\\uXXXX``
     included) and percent-encoded."""
     escaped = json.dumps(secret)[1:-1]
-    forms = {secret, escaped, escaped.replace("/", "\\/"), quote(secret, safe=""), quote(secret)}
+    quoted = (quote(secret, safe="", errors="surrogatepass"), quote(secret, errors="surrogatepass"))
+    forms = {secret, escaped, escaped.replace("/", "\\/"), *quoted}
     return sorted(forms, key=len, reverse=True)
 
 

@@ -5,9 +5,12 @@ not a URL. Each would fail the same way on every attempt, so none is a retried N
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from metis.errors import AdapterError, InvalidRequestError, RedirectError
+import httpx
+
+from metis.errors import AdapterError, InvalidRequestError, RedirectError, redact
 from metis.pipeline.call import Call
 
 _TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
@@ -29,6 +32,30 @@ def check_headers(raw: list[tuple[bytes, bytes]], call: Call) -> None:
             provider=call.provider,
             request_id=call.request_id,
         )
+
+
+def unsendable(exc: Exception, call: Call, url: Any, headers: Any) -> InvalidRequestError:
+    """The InvalidRequestError of a request httpx cannot build: a header value that is not
+    ASCII (an API key or extra header pasted with a curly quote or an ellipsis), or a URL it
+    cannot parse or encode (one a provider's answer named, a lone surrogate in it). The
+    header's value is never shown."""
+    named = headers.items() if isinstance(headers, Mapping) else ()
+    odd = next((n for n, v in named if isinstance(v, str) and not v.isascii()), None)
+    if odd is not None:
+        problem = (
+            f"the value of header {redact(str(odd))[:60]!r} is not ASCII, which HTTP headers "
+            "carry (check api_key and extra_headers)"
+        )
+    elif isinstance(exc, UnicodeEncodeError) and not isinstance(url, str | httpx.URL):
+        problem = "a header holds a character that is not ASCII (check extra_headers)"
+    else:
+        reason = exc.reason if isinstance(exc, UnicodeEncodeError) else str(exc)
+        problem = f"the URL {redact(str(url))[:100]!r} cannot be sent ({redact(reason)})"
+    return InvalidRequestError(
+        f"{call.provider}: {problem}; nothing was sent",
+        provider=call.provider,
+        request_id=call.request_id,
+    )
 
 
 def refusal(exc: Exception, call: Call, url: Any) -> AdapterError | None:
