@@ -11,7 +11,7 @@ from typing import Any
 
 from metis.errors import ProtocolError
 from metis.model.batches import BatchState, BatchStatus
-from metis.wire.batches import RawItem, Send, jsonl, state_of
+from metis.wire.batches import RawItem, Send, count_of, jsonl, state_of
 from metis.wire.read import object_value, required_text
 
 _STATES: dict[str, BatchState] = {
@@ -65,11 +65,10 @@ def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
         state = "expired"
     elif state == "completed" and not counts.get("succeeded") and counts.get("canceled"):
         state = "cancelled"
-    total = sum(v for v in counts.values() if isinstance(v, int))
-    failed = sum(counts.get(k) or 0 for k in ("errored", "canceled", "expired"))
-    return BatchStatus(
-        batch_id(answer), provider, state, raw, total, counts.get("succeeded"), failed
-    )
+    total = sum(count_of(v) or 0 for v in counts.values())
+    failed = sum(count_of(counts.get(k)) or 0 for k in ("errored", "canceled", "expired"))
+    succeeded = count_of(counts.get("succeeded"))
+    return BatchStatus(batch_id(answer), provider, state, raw, total, succeeded, failed)
 
 
 def results_request(answer: dict[str, Any]) -> Send | None:
@@ -85,7 +84,7 @@ def _item(line: dict[str, Any]) -> RawItem:
     key = required_text(line, "custom_id", "result line")
     result = object_value(line.get("result"), "result")
     kind = result.get("type")
-    if kind not in _OUTCOMES:
+    if not isinstance(kind, str) or kind not in _OUTCOMES:
         raise ProtocolError(f"result of {key!r}: unknown type {kind!r}")
     message = result.get("message")
     error = result.get("error")

@@ -12,7 +12,7 @@ from typing import Any
 
 from metis.errors import CapabilityError, ProtocolError
 from metis.model.batches import BatchState, BatchStatus
-from metis.wire.batches import RawItem, Send, state_of
+from metis.wire.batches import RawItem, Send, count_of, state_of
 from metis.wire.read import object_value, required_text, shown
 
 _STATES: dict[str, BatchState] = {}
@@ -61,17 +61,10 @@ def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
         provider,
         state_of(raw, _STATES),
         raw,
-        _int(stats.get("requestCount")),
-        _int(stats.get("successfulRequestCount")),
-        _int(stats.get("failedRequestCount")),
+        count_of(stats.get("requestCount")),
+        count_of(stats.get("successfulRequestCount")),
+        count_of(stats.get("failedRequestCount")),
     )
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value) if value is not None else None  # proto3 JSON sends int64 as a string
-    except (TypeError, ValueError):
-        return None
 
 
 def read_results(answer: dict[str, Any]) -> list[RawItem]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from metis.errors import ProtocolError
 from metis.model.batches import BatchState, BatchStatus
-from metis.wire.batches import RawItem, Send, jsonl, state_of
+from metis.wire.batches import RawItem, Send, count_of, jsonl, state_of
 from metis.wire.read import object_value, required_text, shown
 
 _STATES: dict[str, BatchState] = {
@@ -89,9 +89,9 @@ def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
         provider,
         state_of(raw, _STATES),
         raw,
-        counts.get("total"),
-        counts.get("completed"),
-        counts.get("failed"),
+        count_of(counts.get("total")),
+        count_of(counts.get("completed")),
+        count_of(counts.get("failed")),
     )
 
 
