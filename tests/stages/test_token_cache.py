@@ -504,3 +504,17 @@ async def test_a_token_provider_raising_a_cancelled_error_no_one_asked_for_is_an
         assert type(caught.value.__cause__.__cause__).__name__ == "CancelledError"
     assert peer.requests == []
     await adapter.aclose()
+
+
+@pytest.mark.anyio
+async def test_google_credentials_whose_expiry_has_a_time_zone_are_an_auth_error() -> None:
+    """google-auth compares ``expiry`` with its naive UTC clock: ``valid`` raised a bare
+    TypeError (offset-naive and offset-aware) from the settings' check and the stage's."""
+    aware = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
+    peer = Peer()
+    adapter = vertex(peer, Credentials(token="ya29.aware", expiry=aware))
+    with pytest.raises(AuthError, match="offset-naive and offset-aware") as caught:
+        await adapter.complete(ask("vertex:gemini-2.5-flash"))
+    assert isinstance(caught.value.__cause__, TypeError) and peer.requests == []
+    fixed = vertex(peer, Credentials(token="ya29.naive", expiry=in_an_hour()))
+    assert (await fixed.complete(ask("vertex:gemini-2.5-flash"))).text
