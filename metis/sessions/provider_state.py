@@ -43,8 +43,8 @@ class ContinuationState(BaseModel):
     model: str
     response_id: str
     count: int = Field(ge=0)
-    digest: str
-    """The covered items' fingerprint, hex."""
+    digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The covered items' fingerprint, hex (SHA-256)."""
 
 
 class ProviderState(BaseModel):

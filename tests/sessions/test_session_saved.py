@@ -89,6 +89,12 @@ def test_what_a_restore_needs_again_is_asked_for() -> None:
         ),
         ('{"format": "metis.session/1", "session_id": "s", "messages": [], "x": 1}', "x:"),
         ('{"messages": ' + "[" * 100_000 + "]" * 100_000 + "}", "not JSON"),  # too deep
+        (  # read as bytes.fromhex at the next turn: a bare ValueError
+            '{"format": "metis.session/1", "session_id": "s", "messages": [], "provider_state": '
+            '{"continuation": [{"provider": "p", "model": "m", "response_id": "r", "count": 1, '
+            '"digest": "not-hex"}]}}',
+            "provider_state.continuation.0.digest",
+        ),
     ],
 )
 def test_a_saved_session_that_is_not_one_is_a_config_error(data: str, says: str) -> None:
