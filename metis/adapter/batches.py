@@ -27,6 +27,7 @@ from metis.adapter.count_tokens import Countable, model_call
 from metis.adapter.delivery import folded
 from metis.core.options import checked_options
 from metis.errors import (
+    MAX_RETRY_AFTER_SECONDS,
     AdapterError,
     CapabilityError,
     ErrorClass,
@@ -206,14 +207,25 @@ class Batches:
         self, batch_id: str, *, poll_seconds: float = 30.0, timeout_seconds: float | None = None
     ) -> BatchStatus:
         """The batch's status once it is final, asked every ``poll_seconds``; a
-        :class:`BatchWaitTimeout` when it is not within ``timeout_seconds``."""
+        :class:`BatchWaitTimeout` when it is not within ``timeout_seconds``. A poll that fails
+        retryably (the network, a 5xx, a 429) is asked again at the next poll (after the wait
+        the provider asks for, if longer), up to the adapter's ``max_retries`` in a row."""
         _check_seconds("poll_seconds", poll_seconds, sys.float_info.max)
         if timeout_seconds is not None:
             _check_seconds("timeout_seconds", timeout_seconds)
         status: BatchStatus | None = None
+        failures = 0
         with anyio.move_on_after(timeout_seconds):
             while True:
-                status = await self.status(batch_id)
+                try:
+                    status, failures = await self.status(batch_id), 0
+                except AdapterError as error:
+                    failures += 1
+                    if not error.retryable or failures > self.adapter.config.max_retries:
+                        raise
+                    asked = min(error.retry_after_seconds or 0, MAX_RETRY_AFTER_SECONDS)
+                    await anyio.sleep(max(poll_seconds, asked))
+                    continue
                 if status.done:
                     return status
                 await anyio.sleep(poll_seconds)

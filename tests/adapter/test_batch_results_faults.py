@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import httpx
 import pytest
 
 from metis import build_adapter
 from metis.adapter.batches import Batches, BatchWaitTimeout, DuplicateResult
-from metis.errors import AdapterError, CapabilityError, InvalidRequestError, ProtocolError
+from metis.errors import (
+    AdapterError,
+    AuthError,
+    CapabilityError,
+    InvalidRequestError,
+    ProtocolError,
+    ServerError,
+)
 from metis.model.batches import MissingResult
 
 pytestmark = pytest.mark.anyio
@@ -178,3 +186,47 @@ async def test_an_id_the_results_left_out_says_so_when_looked_up() -> None:
         results["item-2"]
     assert isinstance(caught.value, KeyError) and caught.value.provider == "openai"
     assert results["item-0"].outcome == "succeeded"
+
+
+def polled(*answers: httpx.Response) -> tuple[Batches, list[str]]:
+    """Batches whose status polls are answered in turn by ``answers`` (then completed)."""
+    queue, seen = list(answers), []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        if queue:
+            return queue.pop(0)
+        return httpx.Response(200, json={"id": "batch_1", "status": "completed"})
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    return Batches(build_adapter("openai", api_key="k", http_client=client)), seen
+
+
+RUNNING = {"id": "batch_1", "status": "in_progress"}
+UPSTREAM = {"error": {"message": "upstream connect error", "type": "server_error"}}
+
+
+async def test_a_poll_that_fails_retryably_is_asked_again_at_the_next_poll() -> None:
+    """A 503 or a 429 in one poll of a wait that may last hours ended the wait."""
+    batches, seen = polled(
+        httpx.Response(200, json=RUNNING),
+        httpx.Response(503, json=UPSTREAM),
+        httpx.Response(429, json={"error": {"message": "slow down", "type": "rate_limit"}}),
+        httpx.Response(200, json=RUNNING),
+        httpx.Response(502, text="bad gateway"),
+    )
+    with anyio.fail_after(30):
+        status = await batches.wait("batch_1", poll_seconds=0)
+    assert status.state == "completed" and len(seen) == 6
+
+
+async def test_polls_failing_past_max_retries_in_a_row_or_not_retryably_raise() -> None:
+    batches, seen = polled(*(httpx.Response(503, json=UPSTREAM) for _ in range(3)))
+    with anyio.fail_after(30), pytest.raises(ServerError, match="upstream connect error"):
+        await batches.wait("batch_1", poll_seconds=0)  # max_retries 2: the third is raised
+    assert len(seen) == 3
+    refused = {"error": {"message": "Incorrect API key", "type": "invalid_request_error"}}
+    batches, seen = polled(httpx.Response(401, json=refused))
+    with anyio.fail_after(30), pytest.raises(AuthError):
+        await batches.wait("batch_1", poll_seconds=0)
+    assert len(seen) == 1
