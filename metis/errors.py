@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote
 
 if TYPE_CHECKING:
+    from metis.model.batches import BatchResults
     from metis.model.embeddings import PartialEmbeddings
     from metis.model.response import CanonicalResponse
 
@@ -177,6 +178,8 @@ class AdapterError(Exception):
         """For ``complete()``: what arrived before the failure, when anything did."""
         self.partial_embeddings: PartialEmbeddings | None = None
         """For an embedding call: every vector that arrived, and which items failed."""
+        self.partial_results: BatchResults | None = None
+        """For a batch's ``results``: the items of the results files that could be read."""
         super().__init__(self.message)
 
     def __str__(self) -> str:

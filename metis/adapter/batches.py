@@ -252,16 +252,23 @@ class Batches:
                 f"batch {batch_id} is {status.raw}: its results are not ready"
             )
         raw: list[RawItem] = []
+        failed: AdapterError | None = None
         if self.kind == "anthropic":
             send = anthropic_batches.results_request(answer)
             if send is not None:
                 raw = anthropic_batches.read_results(await self._bytes(send))
         elif self.kind in ("openai", "azure"):
             for send in openai_batches.results_requests(self.root, answer):
-                raw += openai_batches.read_results(await self._bytes(send))
+                try:
+                    raw += openai_batches.read_results(await self._bytes(send))
+                except AdapterError as error:  # the other file is read: what it holds is kept
+                    failed = failed or error
         else:
             raw = gemini_batches.read_results(answer)
         results = BatchResults(status, self._items(batch_id, raw))
+        if failed is not None:
+            failed.partial_results = results
+            raise failed
         unread = [item.fault for item in raw if not item.custom_id]
         if unread:
             raise UnreadableResults(

@@ -230,3 +230,28 @@ async def test_polls_failing_past_max_retries_in_a_row_or_not_retryably_raise() 
     with anyio.fail_after(30), pytest.raises(AuthError):
         await batches.wait("batch_1", poll_seconds=0)
     assert len(seen) == 1
+
+
+async def test_a_results_file_gone_raises_its_error_keeping_the_other_files_items() -> None:
+    """The error file deleted (a Files API 404) failed ``results`` with every item of the
+    output file, fetched and read, dropped: no call could reach them any more."""
+    failed = json.dumps({"custom_id": "item-9", "error": {"code": "x", "message": "no"}}).encode()
+    gone = {"error": {"message": "No such File object: file_err", "type": "invalid_request_error"}}
+    error_file = [httpx.Response(404, json=gone), httpx.Response(200, content=failed)]
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/v1/batches/batch_1":
+            status = {"id": "batch_1", "status": "completed", "output_file_id": "file_out"}
+            return httpx.Response(200, json={**status, "error_file_id": "file_err"})
+        if path == "/v1/files/file_out/content":
+            return httpx.Response(200, content=line("item-0") + b"\n" + line("item-1"))
+        return error_file.pop(0)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    batches = Batches(build_adapter("openai", api_key="k", http_client=client))
+    with pytest.raises(InvalidRequestError, match="No such File object") as caught:
+        await batches.results("batch_1")
+    partial = caught.value.partial_results
+    assert partial is not None and set(partial.succeeded) == {"item-0", "item-1"}
+    assert set((await batches.results("batch_1")).items) == {"item-0", "item-1", "item-9"}
