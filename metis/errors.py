@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote
 
 if TYPE_CHECKING:
-    from metis.model.batches import BatchResults
     from metis.model.embeddings import PartialEmbeddings
     from metis.model.response import CanonicalResponse
 
@@ -178,8 +177,9 @@ class AdapterError(Exception):
         """For ``complete()``: what arrived before the failure, when anything did."""
         self.partial_embeddings: PartialEmbeddings | None = None
         """For an embedding call: every vector that arrived, and which items failed."""
-        self.partial_results: BatchResults | None = None
-        """For a batch's ``results``: the items of the results files that could be read."""
+        self.partial_results: Any = None
+        """For a batch's ``results``: the items of the results files that could be read (a
+        :class:`metis.model.batches.BatchResults`, which imports this module)."""
         super().__init__(self.message)
 
     def __str__(self) -> str:
