@@ -121,9 +121,8 @@ def _hide(text: str, secret: str) -> str:
 def secret_forms(secret: str) -> list[str]:
     """The ways ``secret`` can appear in text: as is, JSON-escaped (``\\/`` and ``\\uXXXX``
     included) and percent-encoded."""
-    escaped = json.dumps(secret)[1:-1]
-    quoted = (quote(secret, safe="", errors="surrogatepass"), quote(secret, errors="surrogatepass"))
-    forms = {secret, escaped, escaped.replace("/", "\\/"), *quoted}
+    escaped, plain = json.dumps(secret)[1:-1], secret.encode("utf-8", "surrogatepass")
+    forms = {secret, escaped, escaped.replace("/", "\\/"), quote(plain, safe=""), quote(plain)}
     return sorted(forms, key=len, reverse=True)
 
 
@@ -177,9 +176,7 @@ class AdapterError(Exception):
         """For ``complete()``: what arrived before the failure, when anything did."""
         self.partial_embeddings: PartialEmbeddings | None = None
         """For an embedding call: every vector that arrived, and which items failed."""
-        self.partial_results: Any = None
-        """For a batch's ``results``: the items of the results files that could be read (a
-        :class:`metis.model.batches.BatchResults`, which imports this module)."""
+        self.partial_results: Any = None  # a batch's results: the items read (a BatchResults)
         super().__init__(self.message)
 
     def __str__(self) -> str:
