@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from metis.core.url_segment import segment
 from metis.errors import ProtocolError
 from metis.model.batches import BatchState, BatchStatus
 from metis.wire.batches import RawItem, Send, count_of, jsonl, state_of
@@ -46,11 +47,11 @@ def submit(base_url: str, items: list[tuple[str, dict[str, Any]]]) -> list[Send]
 
 
 def status_request(base_url: str, batch_id: str) -> Send:
-    return Send("GET", f"{base_url}/v1/messages/batches/{batch_id}")
+    return Send("GET", f"{base_url}/v1/messages/batches/{segment(batch_id)}")
 
 
 def cancel_request(base_url: str, batch_id: str) -> Send:
-    return Send("POST", f"{base_url}/v1/messages/batches/{batch_id}/cancel")
+    return Send("POST", f"{base_url}/v1/messages/batches/{segment(batch_id)}/cancel")
 
 
 def batch_id(answer: dict[str, Any]) -> str:

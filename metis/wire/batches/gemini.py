@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from metis.core.url_segment import segment
 from metis.errors import CapabilityError, ProtocolError
 from metis.model.batches import BatchState, BatchStatus
 from metis.wire.batches import RawItem, Send, count_of, state_of
@@ -32,9 +33,8 @@ for prefix in ("BATCH_STATE_", "JOB_STATE_"):
 def submit(base_url: str, model: str, items: list[tuple[str, dict[str, Any]]]) -> list[Send]:
     requests = [{"request": body, "metadata": {"key": key}} for key, body in items]
     batch = {"display_name": "metis", "input_config": {"requests": {"requests": requests}}}
-    return [
-        Send("POST", f"{base_url}/v1beta/models/{model}:batchGenerateContent", {"batch": batch})
-    ]
+    url = f"{base_url}/v1beta/models/{segment(model)}:batchGenerateContent"
+    return [Send("POST", url, {"batch": batch})]
 
 
 def batch_id(answer: dict[str, Any]) -> str:
@@ -43,11 +43,11 @@ def batch_id(answer: dict[str, Any]) -> str:
 
 
 def status_request(base_url: str, batch: str) -> Send:
-    return Send("GET", f"{base_url}/v1beta/batches/{batch}")
+    return Send("GET", f"{base_url}/v1beta/batches/{segment(batch)}")
 
 
 def cancel_request(base_url: str, batch: str) -> Send:
-    return Send("POST", f"{base_url}/v1beta/batches/{batch}:cancel")
+    return Send("POST", f"{base_url}/v1beta/batches/{segment(batch)}:cancel")
 
 
 def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:

@@ -19,6 +19,7 @@ import json
 import uuid
 from typing import Any
 
+from metis.core.url_segment import segment
 from metis.errors import ProtocolError
 from metis.model.batches import BatchState, BatchStatus
 from metis.wire.batches import RawItem, Send, count_of, jsonl, state_of
@@ -74,11 +75,11 @@ def batch_id(answer: dict[str, Any]) -> str:
 
 
 def status_request(root: str, batch: str) -> Send:
-    return Send("GET", f"{root}/batches/{batch}")
+    return Send("GET", f"{root}/batches/{segment(batch)}")
 
 
 def cancel_request(root: str, batch: str) -> Send:
-    return Send("POST", f"{root}/batches/{batch}/cancel")
+    return Send("POST", f"{root}/batches/{segment(batch)}/cancel")
 
 
 def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
@@ -97,7 +98,8 @@ def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
 
 def results_requests(root: str, answer: dict[str, Any]) -> list[Send]:
     found = [answer.get("output_file_id"), answer.get("error_file_id")]
-    return [Send("GET", f"{root}/files/{f}/content") for f in found if isinstance(f, str) and f]
+    named = [f for f in found if isinstance(f, str) and f]
+    return [Send("GET", f"{root}/files/{segment(f)}/content") for f in named]
 
 
 def read_results(raw: bytes) -> list[RawItem]:
