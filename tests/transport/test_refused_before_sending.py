@@ -59,6 +59,7 @@ NOT_ASCII = [
     ({"api_key": "sk-ant-k\ud800"}, "the value of header 'x-api-key' is not ASCII"),
     ({"extra_headers": {"x-user": "Jos\u00e9"}}, "the value of header 'x-user' is not ASCII"),
     ({"base_url": "http://127.0.0.1:9/\ud800"}, "the URL 'http://127.0.0.1:9/\ufffd/v1/messages'"),
+    ({"extra_headers": {"x-\u00e9": "x"}}, "the header name 'x-\u00e9' is not an HTTP token"),
 ]
 
 
@@ -113,3 +114,40 @@ def test_an_ollama_host_that_is_no_host_is_a_config_error(
     monkeypatch.setenv("OLLAMA_HOST", host)
     with pytest.raises(ConfigError, match="OLLAMA_HOST: expected host"):
         metis.build_adapter("ollama")
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"api_key": "sk-ant-\u2026"}, "the value of header 'authorization' is not ASCII"),
+        ({"api_key": "sk-ant-k\u00e9y"}, "the value of header 'authorization' is not ASCII"),
+        ({"api_key": "sk-ant-k\ud800"}, "the value of header 'authorization' is not ASCII"),
+        ({"extra_headers": {"x-user": "Jos\u00e9"}}, "the value of header 'x-user' is not ASCII"),
+        ({"extra_headers": {"x-a": "one\r\nx-b: 2"}}, "the value of header 'x-a' holds a line"),
+        ({"extra_headers": {"bad header": "x"}}, "the header name 'bad header' is not an HTTP"),
+        ({"extra_headers": {"x-\u00e9": "x"}}, "the header name 'x-\u00e9' is not an HTTP token"),
+    ],
+)
+def test_what_no_websocket_upgrade_can_carry_is_an_invalid_request_not_sent(
+    emulator: Emulator, given: dict[str, Any], said: str
+) -> None:
+    """The WebSocket mode's upgrade let out a bare UnicodeEncodeError (latin-1) or h11's
+    LocalProtocolError, and sent a key of Latin-1 characters (k\u00e9y) as its bytes."""
+    from metis.sessions import Session
+
+    chosen = {"api_key": "k", "base_url": emulator.url, "max_retries": 0, **given}
+    adapter = metis.build_adapter("openai_responses_ws", **chosen)
+
+    async def main() -> None:
+        session = Session("openai_responses_ws:gpt-5", adapters={"openai_responses_ws": adapter})
+        try:
+            with pytest.raises(InvalidRequestError) as caught:
+                await session.asend("Hi")
+        finally:
+            await session.aclose()
+            await adapter.aclose()
+        assert said in str(caught.value) and "nothing was sent" in str(caught.value)
+        assert "sk-ant" not in str(caught.value)
+
+    asyncio.run(main())
+    assert emulator.stats.requests == 0
