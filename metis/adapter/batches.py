@@ -155,9 +155,12 @@ class Batches:
             return gemini_batches.read_status(answer, self.adapter.name)
         path = self.item_path
         uploaded = await self._json(openai_batches.upload(self.root, path, bodies))
-        answer = await self._json(
-            openai_batches.create(self.root, path, openai_batches.file_id(uploaded))
-        )
+        file_id = openai_batches.file_id(uploaded)
+        try:
+            answer = await self._json(openai_batches.create(self.root, path, file_id))
+        except AdapterError as error:  # the upload is kept by the provider: said, not lost
+            error.add_note(f"the requests were uploaded as file {file_id}; it stays until deleted")
+            raise
         return openai_batches.read_status(answer, self.adapter.name)
 
     def _checked(

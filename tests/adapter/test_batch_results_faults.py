@@ -255,3 +255,23 @@ async def test_a_results_file_gone_raises_its_error_keeping_the_other_files_item
     partial = caught.value.partial_results
     assert partial is not None and set(partial.succeeded) == {"item-0", "item-1"}
     assert set((await batches.results("batch_1")).items) == {"item-0", "item-1", "item-9"}
+
+
+async def test_a_batch_not_created_from_its_upload_names_the_uploaded_file() -> None:
+    """A create refused (OpenAI's 429 when the queue's token limit is reached) left the
+    uploaded requests' file on the provider with no word of it: its id, answered, was lost."""
+    from metis.errors import RateLimitError
+    from metis.model import CanonicalRequest, Message
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/files":
+            return httpx.Response(200, json={"id": "file-up1", "object": "file"})
+        full = {"message": "Enqueued token limit reached", "type": "rate_limit_exceeded"}
+        return httpx.Response(429, json={"error": full})
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    batches = Batches(build_adapter("openai", api_key="k", http_client=client))
+    ask = CanonicalRequest(model="gpt-4o", messages=[Message.user("hi")], max_output_tokens=9)
+    with pytest.raises(RateLimitError, match="Enqueued token limit") as caught:
+        await batches.submit({"a": ask})
+    assert any("uploaded as file file-up1" in note for note in caught.value.__notes__)
