@@ -56,6 +56,7 @@ OPENAI = (
         "output_file_id": "file_out",
         "error_file_id": "file_err",
         "request_counts": {"total": 3, "completed": 2, "failed": 1},
+        "errors": {"data": [{"code": "invalid_request", "message": "bad", "line": 2}]},
     },
     [
         {"custom_id": "a", "response": {"status_code": 200, "body": CHAT}, "error": None},
@@ -88,6 +89,7 @@ GEMINI_BATCH = (
             "state": "BATCH_STATE_SUCCEEDED",
             "batchStats": {"requestCount": "2", "successfulRequestCount": "1"},
         },
+        "error": {"code": 3, "message": "one request failed"},
         "response": {
             "inlinedResponses": {
                 "inlinedResponses": [
@@ -106,6 +108,10 @@ def batches(stack: str, status: dict[str, Any], lines: list[Any]) -> Batches:
     """A Batches whose status answer is ``status`` and whose results file is ``lines``."""
 
     def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.scheme not in ("http", "https"):  # as httpx's own transports refuse it
+            raise httpx.UnsupportedProtocol(
+                f"Request URL has an unsupported protocol: {request.url}"
+            )
         if request.url.path.endswith(("/content", "/results")):
             return httpx.Response(200, content=b"\n".join(json.dumps(x).encode() for x in lines))
         return httpx.Response(200, content=json.dumps(status).encode())

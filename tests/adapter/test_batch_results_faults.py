@@ -275,3 +275,31 @@ async def test_a_batch_not_created_from_its_upload_names_the_uploaded_file() -> 
     with pytest.raises(RateLimitError, match="Enqueued token limit") as caught:
         await batches.submit({"a": ask})
     assert any("uploaded as file file-up1" in note for note in caught.value.__notes__)
+
+
+async def test_why_a_batch_failed_is_on_its_status() -> None:
+    """An OpenAI batch whose input did not validate, a Gemini batch operation that failed:
+    the provider's reasons were dropped, the status saying only 'failed'."""
+    invalid = [
+        {"code": "model_not_found", "message": "The model 'gpt-x' does not exist.", "line": 3},
+        {"code": "invalid_json", "message": "\ud800", "line": None},
+    ]
+    answer = {"id": "batch_1", "status": "failed", "errors": {"object": "list", "data": invalid}}
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=json.dumps(answer).encode())
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    status = await Batches(build_adapter("openai", api_key="k", http_client=client)).status("b")
+    assert status.state == "failed" and status.errors == (
+        "line 3: model_not_found: The model 'gpt-x' does not exist.",
+        "invalid_json: \ufffd",
+    )
+    operation = {
+        "name": "batches/b1",
+        "done": True,
+        "metadata": {"state": "BATCH_STATE_FAILED"},
+        "error": {"code": 3, "message": "Request payload size exceeds the limit"},
+    }
+    failed = await gemini_batches(operation).status("b1")
+    assert failed.state == "failed" and failed.errors == ("Request payload size exceeds the limit",)

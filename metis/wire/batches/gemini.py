@@ -64,7 +64,14 @@ def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
         count_of(stats.get("requestCount")),
         count_of(stats.get("successfulRequestCount")),
         count_of(stats.get("failedRequestCount")),
+        _error(answer.get("error")),
     )
+
+
+def _error(error: Any) -> tuple[str, ...]:
+    """A failed operation's ``error: {code, message}`` (google.rpc.Status)."""
+    message = error.get("message") if isinstance(error, dict) else None
+    return (message,) if isinstance(message, str) and message else ()
 
 
 def read_results(answer: dict[str, Any]) -> list[RawItem]:

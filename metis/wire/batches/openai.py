@@ -93,7 +93,22 @@ def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
         count_of(counts.get("total")),
         count_of(counts.get("completed")),
         count_of(counts.get("failed")),
+        _errors(answer.get("errors")),
     )
+
+
+def _errors(listed: Any) -> tuple[str, ...]:
+    """A failed batch's ``errors: {data: [{code, message, line}]}`` (its input file did not
+    validate), a line each."""
+    data = listed.get("data") if isinstance(listed, dict) else None
+    found = []
+    for error in data if isinstance(data, list) else ():
+        if isinstance(error, dict):
+            line = error.get("line")
+            where = f"line {line}: " if line.__class__ is int else ""
+            said = [error.get(key) for key in ("code", "message")]
+            found.append(where + ": ".join(s if isinstance(s, str) else shown(s) for s in said))
+    return tuple(found)
 
 
 def results_requests(root: str, answer: dict[str, Any]) -> list[Send]:
