@@ -257,7 +257,7 @@ class Batches:
         raw: list[RawItem] = []
         failed: AdapterError | None = None
         if self.kind == "anthropic":
-            send = anthropic_batches.results_request(answer)
+            send = anthropic_batches.results_request(self.root, answer)
             if send is not None:
                 raw = anthropic_batches.read_results(await self._bytes(send))
         elif self.kind in ("openai", "azure"):

@@ -303,3 +303,40 @@ async def test_why_a_batch_failed_is_on_its_status() -> None:
     }
     failed = await gemini_batches(operation).status("b1")
     assert failed.state == "failed" and failed.errors == ("Request payload size exceeds the limit",)
+
+
+async def test_anthropic_results_are_read_from_the_adapters_base_url_not_the_answers() -> None:
+    """The results were fetched from the results_url the status named, with the adapter's key:
+    an answer naming another host was sent the key, and a proxy's base URL was bypassed."""
+    seen: list[str] = []
+    ended = {
+        "id": "msgbatch_1",
+        "processing_status": "ended",
+        "request_counts": {"succeeded": 1},
+        "results_url": "https://elsewhere.example/v1/messages/batches/msgbatch_1/results",
+    }
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "Hi"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 3, "output_tokens": 1},
+    }
+    result = {"custom_id": "a", "result": {"type": "succeeded", "message": message}}
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.url.host}{request.url.path}")
+        if request.url.path.endswith("/results"):
+            return httpx.Response(200, content=json.dumps(result).encode())
+        return httpx.Response(200, json=ended)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    adapter = build_adapter(
+        "anthropic", api_key="k", base_url="https://proxy.example/anthropic", http_client=client
+    )
+    results = await Batches(adapter).results("msgbatch_1")
+    assert set(results.succeeded) == {"a"}
+    assert seen[-1] == "proxy.example/anthropic/v1/messages/batches/msgbatch_1/results"
+    assert not any(s.startswith("elsewhere") for s in seen)

@@ -72,9 +72,15 @@ def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
     return BatchStatus(batch_id(answer), provider, state, raw, total, succeeded, failed)
 
 
-def results_request(answer: dict[str, Any]) -> Send | None:
+def results_request(base_url: str, answer: dict[str, Any]) -> Send | None:
+    """``GET /v1/messages/batches/{id}/results`` from the adapter's base URL once the batch
+    names a ``results_url`` (the same resource): a URL an answer names is not sent the key
+    when it is another origin (a proxy's base URL, an answer not Anthropic's), as a redirect
+    to one is not (metis/transport/redirects.py)."""
     url = answer.get("results_url")
-    return Send("GET", url) if isinstance(url, str) and url else None
+    if not (isinstance(url, str) and url):
+        return None
+    return Send("GET", f"{base_url}/v1/messages/batches/{segment(batch_id(answer))}/results")
 
 
 def read_results(raw: bytes) -> list[RawItem]:
