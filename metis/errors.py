@@ -117,6 +117,7 @@ class AdapterError(Exception):
         """For ``complete()``: what arrived before the failure, when anything did."""
         self.partial_embeddings: PartialEmbeddings | None = None
         """For an embedding call: every vector that arrived, and which items failed."""
+        self.partial_results: Any = None  # a batch's results: the items read (a BatchResults)
         super().__init__(self.message)
 
     def __str__(self) -> str:

@@ -27,6 +27,7 @@ from metis.adapter.count_tokens import Countable, model_call
 from metis.adapter.delivery import folded
 from metis.core.options import checked_options
 from metis.errors import (
+    MAX_RETRY_AFTER_SECONDS,
     AdapterError,
     CapabilityError,
     ErrorClass,
@@ -154,9 +155,12 @@ class Batches:
             return gemini_batches.read_status(answer, self.adapter.name)
         path = self.item_path
         uploaded = await self._json(openai_batches.upload(self.root, path, bodies))
-        answer = await self._json(
-            openai_batches.create(self.root, path, openai_batches.file_id(uploaded))
-        )
+        file_id = openai_batches.file_id(uploaded)
+        try:
+            answer = await self._json(openai_batches.create(self.root, path, file_id))
+        except AdapterError as error:  # the upload is kept by the provider: said, not lost
+            error.add_note(f"the requests were uploaded as file {file_id}; it stays until deleted")
+            raise
         return openai_batches.read_status(answer, self.adapter.name)
 
     def _checked(
@@ -206,14 +210,25 @@ class Batches:
         self, batch_id: str, *, poll_seconds: float = 30.0, timeout_seconds: float | None = None
     ) -> BatchStatus:
         """The batch's status once it is final, asked every ``poll_seconds``; a
-        :class:`BatchWaitTimeout` when it is not within ``timeout_seconds``."""
+        :class:`BatchWaitTimeout` when it is not within ``timeout_seconds``. A poll that fails
+        retryably (the network, a 5xx, a 429) is asked again at the next poll (after the wait
+        the provider asks for, if longer), up to the adapter's ``max_retries`` in a row."""
         _check_seconds("poll_seconds", poll_seconds, sys.float_info.max)
         if timeout_seconds is not None:
             _check_seconds("timeout_seconds", timeout_seconds)
         status: BatchStatus | None = None
+        failures = 0
         with anyio.move_on_after(timeout_seconds):
             while True:
-                status = await self.status(batch_id)
+                try:
+                    status, failures = await self.status(batch_id), 0
+                except AdapterError as error:
+                    failures += 1
+                    if not error.retryable or failures > self.adapter.config.max_retries:
+                        raise
+                    asked = min(error.retry_after_seconds or 0, MAX_RETRY_AFTER_SECONDS)
+                    await anyio.sleep(max(poll_seconds, asked))
+                    continue
                 if status.done:
                     return status
                 await anyio.sleep(poll_seconds)
@@ -240,16 +255,23 @@ class Batches:
                 f"batch {batch_id} is {status.raw}: its results are not ready"
             )
         raw: list[RawItem] = []
+        failed: AdapterError | None = None
         if self.kind == "anthropic":
-            send = anthropic_batches.results_request(answer)
+            send = anthropic_batches.results_request(self.root, answer)
             if send is not None:
                 raw = anthropic_batches.read_results(await self._bytes(send))
         elif self.kind in ("openai", "azure"):
             for send in openai_batches.results_requests(self.root, answer):
-                raw += openai_batches.read_results(await self._bytes(send))
+                try:
+                    raw += openai_batches.read_results(await self._bytes(send))
+                except AdapterError as error:  # the other file is read: what it holds is kept
+                    failed = failed or error
         else:
             raw = gemini_batches.read_results(answer)
         results = BatchResults(status, self._items(batch_id, raw))
+        if failed is not None:
+            failed.partial_results = results
+            raise failed
         unread = [item.fault for item in raw if not item.custom_id]
         if unread:
             raise UnreadableResults(

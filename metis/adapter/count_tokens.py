@@ -29,6 +29,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+from urllib.parse import unquote
 
 import anyio
 
@@ -104,7 +105,7 @@ def _gemini(wire: WireRequest) -> tuple[str, dict[str, Any]] | None:
     path = wire.url.partition("?")[0]
     for method in (":generateContent", ":streamGenerateContent"):
         if path.endswith(method):
-            model = path[: -len(method)].rpartition("/models/")[2]
+            model = unquote(path[: -len(method)].rpartition("/models/")[2])  # as the URL has it
             inner = {"model": f"models/{model}", **wire.body}
             return path[: -len(method)] + ":countTokens", {"generateContentRequest": inner}
     return None

@@ -67,6 +67,6 @@ def _hide(text: str, secret: str) -> str:
 def secret_forms(secret: str) -> list[str]:
     """The ways ``secret`` can appear in text: as is, JSON-escaped (``\\/`` and ``\\uXXXX``
     included) and percent-encoded."""
-    escaped = json.dumps(secret)[1:-1]
-    forms = {secret, escaped, escaped.replace("/", "\\/"), quote(secret, safe=""), quote(secret)}
+    escaped, plain = json.dumps(secret)[1:-1], secret.encode("utf-8", "surrogatepass")
+    forms = {secret, escaped, escaped.replace("/", "\\/"), quote(plain, safe=""), quote(plain)}
     return sorted(forms, key=len, reverse=True)

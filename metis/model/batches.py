@@ -41,9 +41,13 @@ class BatchStatus:
     total: int | None = None
     succeeded: int | None = None
     failed: int | None = None
+    errors: tuple[str, ...] = ()
+    """Why the batch failed as the provider says it (OpenAI's validation errors, a line each;
+    a Gemini batch operation's error); empty when it says nothing."""
 
-    def __post_init__(self) -> None:  # the provider's id, a lone surrogate in it U+FFFD
+    def __post_init__(self) -> None:  # the provider's words, a lone surrogate in them U+FFFD
         object.__setattr__(self, "id", clean(self.id))
+        object.__setattr__(self, "errors", tuple(clean(error) for error in self.errors))
 
     @property
     def done(self) -> bool:

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from metis.core.secrets import collect as collect_secrets
 from metis.core.secrets import scrub_url
+from metis.core.url_segment import segment as path_segment
 from metis.errors import redact
 
 
@@ -42,7 +43,7 @@ class Endpoint:
     def url(self, *, stream: bool, model: str) -> str:
         path = self.stream_path if stream and self.stream_path else self.path
         base, _, query = self.base_url.partition("?")
-        url = base.rstrip("/") + path.replace("{model}", model)
+        url = base.rstrip("/") + path.replace("{model}", path_segment(model))
         if query:
             url += ("&" if "?" in url else "?") + query
         return url

@@ -9,6 +9,7 @@ one named. Each kind is a pydantic model, so code may also pass an instance
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -82,6 +83,18 @@ class BedrockSettings(ProviderSettings):
         return value
 
 
+def google_credentials_like(value: object) -> bool:
+    """Whether ``value`` has what google-auth credentials have, looked up without running a
+    property (``valid`` compares the expiry, and raises for one with a time zone)."""
+    return all(
+        inspect.getattr_static(value, name, _MISSING) is not _MISSING
+        for name in ("valid", "token", "refresh")
+    )
+
+
+_MISSING = object()
+
+
 class VertexSettings(ProviderSettings):
     """Google Vertex AI (docs/cloud.md)."""
 
@@ -96,9 +109,7 @@ class VertexSettings(ProviderSettings):
     @field_validator("credentials")
     @classmethod
     def _google_auth(cls, value: Any) -> Any:
-        if value is not None and not all(
-            hasattr(value, name) for name in ("valid", "token", "refresh")
-        ):
+        if value is not None and not google_credentials_like(value):
             raise ValueError(
                 "must be google-auth credentials (google.auth.credentials.Credentials), "
                 f"got {type(value).__name__}"

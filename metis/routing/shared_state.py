@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 
+from metis.core.raised import is_stray_cancel
 from metis.errors import ConfigError, redact
 from metis.telemetry import NULL_SINK, SharedStateChanged, TelemetryEvent, TelemetrySink
 
@@ -99,7 +100,9 @@ class Fallback(Generic[S]):
         with anyio.CancelScope(deadline=min(own_limit, deadline)):
             try:
                 result = await operation(self.shared)
-            except Exception as exc:
+            except BaseException as exc:  # a CancelledError no one cancelled the call for too
+                if not isinstance(exc, Exception) and not is_stray_cancel(exc):
+                    raise  # the call's own cancellation (or this scope's), the application's
                 failure = _describe(exc)
             else:
                 self._answered()

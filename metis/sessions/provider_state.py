@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from metis.adapter.adapter import Adapter
 from metis.core.empty import empty_dict, empty_list
+from metis.core.raised import is_stray_cancel
 from metis.model.content import Message, ToolUseBlock
 from metis.stages.edits.continuation import Continuation, Covered
 
@@ -43,8 +44,8 @@ class ContinuationState(BaseModel):
     model: str
     response_id: str
     count: int = Field(ge=0)
-    digest: str
-    """The covered items' fingerprint, hex."""
+    digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The covered items' fingerprint, hex (SHA-256)."""
 
 
 class ProviderState(BaseModel):
@@ -172,12 +173,15 @@ def _continuation(adapter: Adapter) -> Continuation | None:
 
 async def _bounded(work: Any, provider: str) -> bool:
     """Await ``work`` (a store call) for up to :data:`STORE_WAIT_SECONDS`; False when it failed
-    or did not answer in time (logged)."""
+    (an asyncio CancelledError no one cancelled the turn for too) or did not answer in time
+    (logged)."""
     try:
         with anyio.fail_after(STORE_WAIT_SECONDS):
             await work
         return True
-    except Exception as exc:  # a store's failure is never the call's
+    except BaseException as exc:  # a store's failure is never the call's
+        if not isinstance(exc, Exception) and not is_stray_cancel(exc):
+            raise  # the turn's own cancellation, or the application's way out
         log.warning(
             "session: the tool-id store did not answer for %s: %s",
             provider,

@@ -25,7 +25,7 @@ import os
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -75,18 +75,29 @@ class EndpointSpec(BaseModel):
 def _host_url(given: str, default: str, variable: str) -> str:
     """``given`` (a host with or without a port, or ``:port``, maybe a path after it) as a URL,
     the scheme, and the host or port it leaves out, from ``default``."""
-    base, parts = urlsplit(default), urlsplit("//" + given)
+    base, parts = urlsplit(default), _parts("//" + given)
     try:
-        port = parts.port
+        port = parts.port if parts is not None else -1
     except ValueError:
         port = -1
-    if port == -1 or parts.query or parts.fragment or "@" in parts.netloc:
+    if parts is None or port == -1 or parts.query or parts.fragment or "@" in parts.netloc:
         raise ConfigError(f"{variable}: expected host[:port] or a URL, got {redact(given)!r}")
     host = parts.netloc.rstrip(":")
     if port is not None:
         host = host[: host.rfind(":")]
     port = port if port is not None else base.port
     return f"{base.scheme}://{host or base.hostname}{f':{port}' if port else ''}{parts.path}"
+
+
+def _parts(url: str) -> SplitResult | None:
+    """``url`` split; None when it is none: no ``//``, or a ``[`` that opens no IPv6 host
+    (urlsplit's ValueError)."""
+    if "//" not in url:
+        return None
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return None
 
 
 class AuthSpec(BaseModel):
@@ -203,7 +214,7 @@ def endpoint_for(
     env = spec.endpoint.base_url_env
     from_env = spec.endpoint.env_base_url()
     url = base_url or from_env or spec.endpoint.base_url
-    parts = urlsplit(url) if "://" in url else None
+    parts = _parts(url) if "://" in url else None
     if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         where = "base_url" if base_url else env if from_env else f"{spec.source}: base_url"
         raise ConfigError(

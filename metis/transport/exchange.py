@@ -42,7 +42,7 @@ from metis.transport.failures import expired, failure, origin, too_large
 from metis.transport.held_reads import held_reads
 from metis.transport.read_clock import ReadClock, loop_clock
 from metis.transport.redirects import redirect_target
-from metis.transport.refusals import check_headers, refusal
+from metis.transport.refusals import check_headers, refusal, unsendable
 from metis.transport.request_body import sent_once
 from metis.transport.slots import close_if_overread, drop_unclaimed_connections, served_by, slots_of
 from metis.transport.socket_reads import bound_socket_reads, socket_abort
@@ -222,9 +222,12 @@ def _build(
     left = min(limits.timeout_seconds, call.deadline - now)
     left = max(0.001, left)
     timeout = request_timeout(left, connect=min(left, limits.connect_timeout))
-    made = direct.built(http, method, url, headers, content, timeout)
-    if made is None:
-        made = http.build_request(method, url, headers=headers, content=content, timeout=timeout)
+    try:
+        made = direct.built(http, method, url, headers, content, timeout) or http.build_request(
+            method, url, headers=headers, content=content, timeout=timeout
+        )
+    except (httpx.InvalidURL, UnicodeEncodeError) as exc:
+        raise unsendable(exc, call, url, headers) from None
     check_headers(made.headers.raw, call)
     return sent_once(made)
 

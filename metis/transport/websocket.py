@@ -106,6 +106,8 @@ class WebSocket:
     closed: bool = False
     bytes_sent: int = 0
     """Every byte written: the upgrade request, then the frames."""
+    close_said: str = ""
+    """The server's close code and reason, as it sent them (``" (1011: internal error)"``)."""
 
     @classmethod
     async def connect(
@@ -206,7 +208,7 @@ class WebSocket:
         Pings are answered; a close from the server is answered, then ConnectionLost."""
         while not self.messages:
             if self.closed:
-                raise ConnectionLost("the server closed the connection")
+                raise ConnectionLost(f"the server closed the connection{self.close_said}")
             data = await _read(self.stream)
             if data is None:
                 self.closed = True
@@ -229,6 +231,8 @@ class WebSocket:
                 elif isinstance(event, CloseConnection):
                     broken = self.protocol.state is ConnectionState.OPEN  # wsproto's close
                     self.closed = True
+                    said = f"{int(event.code)}: {event.reason}" if event.reason else int(event.code)
+                    self.close_said = f" ({said})"
                     reply = self.protocol.send(event.response())
                     with anyio.CancelScope(shield=True), _quiet():
                         await _write(self.stream, reply)

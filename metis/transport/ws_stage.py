@@ -61,6 +61,7 @@ from metis.transport.failures import expired
 from metis.transport.httpx_private import own_transport, transport_pool
 from metis.transport.proxy import client_proxy, environment_proxy
 from metis.transport.read_clock import ReadClock
+from metis.transport.refusals import check_header_text
 from metis.transport.stage import Transport
 from metis.transport.websocket import ConnectionLost, UpgradeRefused, WebSocket, websocket_url
 from metis.transport.ws_exchange import Lane, SocketExchange, lost, message_kind, receive
@@ -206,6 +207,7 @@ class WebSocketTransport(Transport):
         await self._drop(lane)
         connect_by = min(clock.head_by(), anyio.current_time() + self.options.connect_timeout)
         url = websocket_url(request.url)
+        check_header_text(request.headers, call)  # what the upgrade cannot carry, unsent
         try:
             with call.cancel.guard(connect_by) as scope:
                 lane.socket = await WebSocket.connect(

@@ -40,6 +40,14 @@ def _bad_key_text() -> re.Pattern[str]:
 
 
 @functools.cache
+def _file_gone_text() -> re.Pattern[str]:
+    # The Gemini API's 403 for a file of its Files API it no longer has (a file expires 48
+    # hours after its upload): "You do not have permission to access the File x or it may not
+    # exist." (PERMISSION_DENIED): the request names a file that is gone, not a refused key.
+    return re.compile(r"\baccess the file\b.*\bmay not exist\b", re.IGNORECASE)
+
+
+@functools.cache
 def _overloaded_text() -> re.Pattern[str]:
     return re.compile(r"overloaded|over capacity|capacity", re.IGNORECASE)
 
@@ -170,6 +178,8 @@ def http_error(
         cls is ErrorClass.INVALID_REQUEST and _bad_key_text().search(message)
     ):
         cls = ErrorClass.AUTH  # xAI answers a wrong key with a 400 that says so
+    if status == 403 and _file_gone_text().search(message):
+        cls = ErrorClass.INVALID_REQUEST
     overloaded = cls is ErrorClass.SERVER_ERROR and _overloaded_text().search(message)
     if status in (503, None) and overloaded:  # (OpenAI's: type server_error, said overloaded)
         cls = ErrorClass.OVERLOADED

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import httpx
 import pytest
 
 from metis import build_adapter
 from metis.adapter.batches import Batches, BatchWaitTimeout, DuplicateResult
-from metis.errors import AdapterError, CapabilityError, InvalidRequestError, ProtocolError
+from metis.errors import (
+    AdapterError,
+    AuthError,
+    CapabilityError,
+    InvalidRequestError,
+    ProtocolError,
+    ServerError,
+)
 from metis.model.batches import MissingResult
 
 pytestmark = pytest.mark.anyio
@@ -178,3 +186,157 @@ async def test_an_id_the_results_left_out_says_so_when_looked_up() -> None:
         results["item-2"]
     assert isinstance(caught.value, KeyError) and caught.value.provider == "openai"
     assert results["item-0"].outcome == "succeeded"
+
+
+def polled(*answers: httpx.Response) -> tuple[Batches, list[str]]:
+    """Batches whose status polls are answered in turn by ``answers`` (then completed)."""
+    queue, seen = list(answers), []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        if queue:
+            return queue.pop(0)
+        return httpx.Response(200, json={"id": "batch_1", "status": "completed"})
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    return Batches(build_adapter("openai", api_key="k", http_client=client)), seen
+
+
+RUNNING = {"id": "batch_1", "status": "in_progress"}
+UPSTREAM = {"error": {"message": "upstream connect error", "type": "server_error"}}
+
+
+async def test_a_poll_that_fails_retryably_is_asked_again_at_the_next_poll() -> None:
+    """A 503 or a 429 in one poll of a wait that may last hours ended the wait."""
+    batches, seen = polled(
+        httpx.Response(200, json=RUNNING),
+        httpx.Response(503, json=UPSTREAM),
+        httpx.Response(429, json={"error": {"message": "slow down", "type": "rate_limit"}}),
+        httpx.Response(200, json=RUNNING),
+        httpx.Response(502, text="bad gateway"),
+    )
+    with anyio.fail_after(30):
+        status = await batches.wait("batch_1", poll_seconds=0)
+    assert status.state == "completed" and len(seen) == 6
+
+
+async def test_polls_failing_past_max_retries_in_a_row_or_not_retryably_raise() -> None:
+    batches, seen = polled(*(httpx.Response(503, json=UPSTREAM) for _ in range(3)))
+    with anyio.fail_after(30), pytest.raises(ServerError, match="upstream connect error"):
+        await batches.wait("batch_1", poll_seconds=0)  # max_retries 2: the third is raised
+    assert len(seen) == 3
+    refused = {"error": {"message": "Incorrect API key", "type": "invalid_request_error"}}
+    batches, seen = polled(httpx.Response(401, json=refused))
+    with anyio.fail_after(30), pytest.raises(AuthError):
+        await batches.wait("batch_1", poll_seconds=0)
+    assert len(seen) == 1
+
+
+async def test_a_results_file_gone_raises_its_error_keeping_the_other_files_items() -> None:
+    """The error file deleted (a Files API 404) failed ``results`` with every item of the
+    output file, fetched and read, dropped: no call could reach them any more."""
+    failed = json.dumps({"custom_id": "item-9", "error": {"code": "x", "message": "no"}}).encode()
+    gone = {"error": {"message": "No such File object: file_err", "type": "invalid_request_error"}}
+    error_file = [httpx.Response(404, json=gone), httpx.Response(200, content=failed)]
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/v1/batches/batch_1":
+            status = {"id": "batch_1", "status": "completed", "output_file_id": "file_out"}
+            return httpx.Response(200, json={**status, "error_file_id": "file_err"})
+        if path == "/v1/files/file_out/content":
+            return httpx.Response(200, content=line("item-0") + b"\n" + line("item-1"))
+        return error_file.pop(0)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    batches = Batches(build_adapter("openai", api_key="k", http_client=client))
+    with pytest.raises(InvalidRequestError, match="No such File object") as caught:
+        await batches.results("batch_1")
+    partial = caught.value.partial_results
+    assert partial is not None and set(partial.succeeded) == {"item-0", "item-1"}
+    assert set((await batches.results("batch_1")).items) == {"item-0", "item-1", "item-9"}
+
+
+async def test_a_batch_not_created_from_its_upload_names_the_uploaded_file() -> None:
+    """A create refused (OpenAI's 429 when the queue's token limit is reached) left the
+    uploaded requests' file on the provider with no word of it: its id, answered, was lost."""
+    from metis.errors import RateLimitError
+    from metis.model import CanonicalRequest, Message
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/files":
+            return httpx.Response(200, json={"id": "file-up1", "object": "file"})
+        full = {"message": "Enqueued token limit reached", "type": "rate_limit_exceeded"}
+        return httpx.Response(429, json={"error": full})
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    batches = Batches(build_adapter("openai", api_key="k", http_client=client))
+    ask = CanonicalRequest(model="gpt-4o", messages=[Message.user("hi")], max_output_tokens=9)
+    with pytest.raises(RateLimitError, match="Enqueued token limit") as caught:
+        await batches.submit({"a": ask})
+    assert any("uploaded as file file-up1" in note for note in caught.value.__notes__)
+
+
+async def test_why_a_batch_failed_is_on_its_status() -> None:
+    """An OpenAI batch whose input did not validate, a Gemini batch operation that failed:
+    the provider's reasons were dropped, the status saying only 'failed'."""
+    invalid = [
+        {"code": "model_not_found", "message": "The model 'gpt-x' does not exist.", "line": 3},
+        {"code": "invalid_json", "message": "\ud800", "line": None},
+    ]
+    answer = {"id": "batch_1", "status": "failed", "errors": {"object": "list", "data": invalid}}
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=json.dumps(answer).encode())
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    status = await Batches(build_adapter("openai", api_key="k", http_client=client)).status("b")
+    assert status.state == "failed" and status.errors == (
+        "line 3: model_not_found: The model 'gpt-x' does not exist.",
+        "invalid_json: \ufffd",
+    )
+    operation = {
+        "name": "batches/b1",
+        "done": True,
+        "metadata": {"state": "BATCH_STATE_FAILED"},
+        "error": {"code": 3, "message": "Request payload size exceeds the limit"},
+    }
+    failed = await gemini_batches(operation).status("b1")
+    assert failed.state == "failed" and failed.errors == ("Request payload size exceeds the limit",)
+
+
+async def test_anthropic_results_are_read_from_the_adapters_base_url_not_the_answers() -> None:
+    """The results were fetched from the results_url the status named, with the adapter's key:
+    an answer naming another host was sent the key, and a proxy's base URL was bypassed."""
+    seen: list[str] = []
+    ended = {
+        "id": "msgbatch_1",
+        "processing_status": "ended",
+        "request_counts": {"succeeded": 1},
+        "results_url": "https://elsewhere.example/v1/messages/batches/msgbatch_1/results",
+    }
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "Hi"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 3, "output_tokens": 1},
+    }
+    result = {"custom_id": "a", "result": {"type": "succeeded", "message": message}}
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.url.host}{request.url.path}")
+        if request.url.path.endswith("/results"):
+            return httpx.Response(200, content=json.dumps(result).encode())
+        return httpx.Response(200, json=ended)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    adapter = build_adapter(
+        "anthropic", api_key="k", base_url="https://proxy.example/anthropic", http_client=client
+    )
+    results = await Batches(adapter).results("msgbatch_1")
+    assert set(results.succeeded) == {"a"}
+    assert seen[-1] == "proxy.example/anthropic/v1/messages/batches/msgbatch_1/results"
+    assert not any(s.startswith("elsewhere") for s in seen)

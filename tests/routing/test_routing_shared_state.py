@@ -261,3 +261,28 @@ async def test_the_calls_deadline_bounds_a_wait_without_blaming_the_store() -> N
     assert not fallback.degraded
     states = [e.state for e in sink.events if isinstance(e, SharedStateChanged)]
     assert states == ["local", "shared"]
+
+
+class StrayCancel:
+    """A shared store whose client raises a CancelledError of its own (a task it awaited,
+    cancelled elsewhere): no one cancelled the call."""
+
+    async def ask(self) -> str:
+        import asyncio
+
+        awaited = asyncio.ensure_future(asyncio.sleep(DEADLINE))
+        await asyncio.sleep(0)
+        awaited.cancel()
+        await awaited
+        raise AssertionError
+
+
+@pytest.mark.anyio
+@pytest.mark.backend_independent  # an asyncio CancelledError of the store's own
+async def test_a_store_raising_a_cancelled_error_of_its_own_has_failed() -> None:
+    """It ended the routed call with the CancelledError, as if the caller had cancelled it."""
+    sink = ListSink()
+    fallback = Fallback("availability", StrayCancel(), Store("local"), telemetry=sink)
+    with anyio.fail_after(DEADLINE):
+        assert await fallback.run(lambda s: s.ask()) == "local"
+    assert fallback.degraded and went_local(sink) == ["availability"]

@@ -5,6 +5,7 @@ from the saved session, or from a shared Redis store."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -89,6 +90,12 @@ def test_what_a_restore_needs_again_is_asked_for() -> None:
         ),
         ('{"format": "metis.session/1", "session_id": "s", "messages": [], "x": 1}', "x:"),
         ('{"messages": ' + "[" * 100_000 + "]" * 100_000 + "}", "not JSON"),  # too deep
+        (  # read as bytes.fromhex at the next turn: a bare ValueError
+            '{"format": "metis.session/1", "session_id": "s", "messages": [], "provider_state": '
+            '{"continuation": [{"provider": "p", "model": "m", "response_id": "r", "count": 1, '
+            '"digest": "not-hex"}]}}',
+            "provider_state.continuation.0.digest",
+        ),
     ],
 )
 def test_a_saved_session_that_is_not_one_is_a_config_error(data: str, says: str) -> None:
@@ -259,27 +266,39 @@ async def test_a_session_goes_on_in_another_process_with_the_redis_store(
 
 
 class BrokenStore:
-    """A tool-id store whose every call fails."""
+    """A tool-id store whose every call fails with ``failure``."""
+
+    def __init__(self, failure: type[BaseException] = RuntimeError) -> None:
+        self.failure = failure
 
     async def provider_ids(self, session_id: str, provider: str, canonical_ids: Any) -> Any:
-        raise RuntimeError("the store is down")
+        raise self.failure("the store is down")
 
     async def remember(self, session_id: str, provider: str, pairs: Any) -> None:
-        raise RuntimeError("the store is down")
+        raise self.failure("the store is down")
 
     async def forget(self, session_id: str) -> None:
-        raise RuntimeError("the store is down")
+        raise self.failure("the store is down")
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(
+    "failure",
+    [
+        RuntimeError,
+        # of a task the store awaited, cancelled elsewhere (a Redis client's); no one
+        # cancelled the turn: it ended the turn with it after the reply had arrived
+        pytest.param(asyncio.CancelledError, marks=pytest.mark.backend_independent),
+    ],
+)
 async def test_a_store_that_fails_never_fails_the_turn(
-    emulator: Emulator, caplog: pytest.LogCaptureFixture
+    emulator: Emulator, caplog: pytest.LogCaptureFixture, failure: type[BaseException]
 ) -> None:
     first = worker(emulator)
     saved, calls = await open_tool_loop(emulator, first)  # the saved state holds tool ids
     broken = worker(emulator)
     for adapter in broken.values():
-        adapter.tool_id_store = BrokenStore()
+        adapter.tool_id_store = BrokenStore(failure)
     session = await answer_elsewhere(saved, calls, broken)  # installing them fails: skipped
     await session.arun("And the weather in Rome?", tools=[get_weather])  # copying out too
     skipped = [

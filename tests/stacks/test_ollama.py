@@ -1230,6 +1230,28 @@ async def test_preload_and_unload_with_the_stage_options() -> None:
 
 
 @pytest.mark.anyio
+async def test_the_unload_waits_within_check_timeout_not_the_call_timeout() -> None:
+    """Dispose unloads shielded from cancellation: a server that took the request and never
+    answered held ``aclose()`` for the adapter's timeout_seconds (600 s by default), however
+    its caller was cancelled; the preload, a model loading, keeps the call's timeout."""
+    server = FakeServer(models={"qwen3:8b": QWEN})
+    waits: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/chat":
+            waits.append(request.extensions["timeout"]["read"])
+        return server.handler(request)
+
+    adapter = ollama_adapter(handler, settings={"model": "qwen3:8b"}, timeout_seconds=600)
+    stage = OllamaLifecycle(preload=True, unload=True, check_timeout=2)
+    adapter.pipeline.replace("ollama_lifecycle", stage)
+    async with adapter:
+        pass
+    loading, unloading = waits
+    assert loading > 100 and unloading <= 2
+
+
+@pytest.mark.anyio
 async def test_unloading_from_a_server_that_is_gone_does_not_raise(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -444,3 +444,88 @@ async def test_a_region_that_is_not_a_region_name_is_refused_before_sending(
 )
 def test_every_shape_of_aws_region_name_is_accepted(region: str) -> None:
     assert aws_auth.checked_region(region, "AWS_REGION") == region
+
+
+class FailingChain:
+    """A botocore session whose credentials fail to refresh with each of ``failures`` in
+    turn, then give the example key pair."""
+
+    def __init__(self, *failures: Exception) -> None:
+        self.failures = list(failures)
+        self.asked = 0
+
+    def get_credentials(self) -> FailingChain:
+        return self
+
+    def get_frozen_credentials(self) -> Any:
+        self.asked += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        return botocore_credentials.Credentials(
+            EXAMPLE_KEY, EXAMPLE_SECRET
+        ).get_frozen_credentials()
+
+
+def failing_chain(monkeypatch: pytest.MonkeyPatch, *failures: Exception) -> FailingChain:
+    from metis.stages.auth.aws_sigv4 import AwsSigV4
+
+    chain = FailingChain(*failures)
+    monkeypatch.setattr(AwsSigV4, "_session", lambda self, profile: chain)
+    return chain
+
+
+IMDS = "http://169.254.169.254/latest/api/token"
+
+
+def _unreachable(kind: str) -> Exception:
+    from botocore import exceptions
+
+    return getattr(exceptions, kind)(endpoint_url=IMDS)  # type: ignore[no-any-return]
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("aws_env")
+@pytest.mark.parametrize("kind", ["EndpointConnectionError", "ConnectTimeoutError"])
+async def test_a_credential_service_out_of_reach_is_a_network_error_asked_again(
+    monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """The metadata service, SSO or STS not answering a refresh is the network's, retried as
+    one (the next attempt signed with what the chain gives then); it was a
+    NotConfiguredError, as if no credentials were set, and the call was not tried again."""
+    chain = failing_chain(monkeypatch, _unreachable(kind))
+    sent: list[httpx.Request] = []
+    assert await run(bedrock(sent, settings={"region": "us-east-1"})) == "Hi"
+    assert chain.asked == 2 and len(sent) == 1
+    chain = failing_chain(monkeypatch, *(_unreachable(kind) for _ in range(3)))
+    with pytest.raises(NetworkError, match="reaching AWS for credentials failed") as caught:
+        await run(bedrock(sent, settings={"region": "us-east-1"}, max_retries=2))
+    assert caught.value.retryable and chain.asked == 3 and len(sent) == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("aws_env")
+@pytest.mark.parametrize("failure", [KeyError("Expiration"), RuntimeError("a provider's bug")])
+async def test_a_credential_refresh_failing_its_own_way_is_an_auth_error_with_its_cause(
+    monkeypatch: pytest.MonkeyPatch, failure: Exception
+) -> None:
+    """It was the bare exception of botocore's (or a custom provider's) refresh."""
+    failing_chain(monkeypatch, failure)
+    sent: list[httpx.Request] = []
+    with pytest.raises(AuthError, match="getting AWS credentials failed") as caught:
+        await run(bedrock(sent, settings={"region": "us-east-1"}))
+    assert caught.value.__cause__ is failure and sent == []
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("aws_env")
+async def test_a_secret_key_that_is_not_utf8_is_an_auth_error_not_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A variable of bytes that are not UTF-8 reads as lone surrogates (os.environ's
+    surrogateescape): signing it was a bare UnicodeEncodeError."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", EXAMPLE_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalr\udce9XUtn")
+    sent: list[httpx.Request] = []
+    with pytest.raises(AuthError, match="not text SigV4 can sign") as caught:
+        await run(bedrock(sent, settings={"region": "us-east-1"}))
+    assert "XUtn" not in str(caught.value) and sent == []

@@ -129,6 +129,18 @@ async def test_the_second_turn_sends_the_reply_id_and_only_the_new_items() -> No
 
 
 @pytest.mark.anyio
+async def test_an_item_with_a_lone_surrogate_is_hashed_and_sent_on() -> None:
+    """Hashing it was a bare UnicodeEncodeError, before the transport could refuse the request
+    as the InvalidRequestError it is (as it does for a call of no session)."""
+    stage = Continuation()
+    inner = Inner(reply("Hi!", "resp_1"), reply("Fine.", "resp_2"))
+    await run(stage, wire(user("Hello \ud800")), inner)
+    await run(stage, wire(user("Hello \ud800"), said("Hi!"), user("and \udfff")), inner)
+    second = inner.seen[1].body
+    assert second["previous_response_id"] == "resp_1" and second["input"] == [user("and \udfff")]
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize(
     "next_input",
     [

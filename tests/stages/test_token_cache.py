@@ -463,3 +463,58 @@ async def test_a_fetched_token_the_server_echoes_is_hidden_from_the_error_and_te
     (failed,) = [event for event in sink.events if isinstance(event, CallFailed)]
     shown = [str(caught.value), json.dumps(caught.value.describe()), failed.error_message]
     assert all("Access denied" in text and token not in text for text in shown)
+
+
+async def _stray_cancel() -> str:
+    """A token provider awaiting a task that something else cancels: its CancelledError is
+    the provider's, not the call's (no one cancelled the call)."""
+    import asyncio
+
+    awaited = asyncio.ensure_future(asyncio.sleep(SAFETY_SECONDS))
+    await asyncio.sleep(0)
+    awaited.cancel()
+    return await awaited  # type: ignore[no-any-return]
+
+
+def _stray_cancel_in_a_thread() -> str:
+    import asyncio
+
+    raise asyncio.CancelledError
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "provider",
+    [
+        pytest.param(_stray_cancel, id="async", marks=pytest.mark.backend_independent),
+        pytest.param(_stray_cancel_in_a_thread, id="blocking"),
+    ],
+)
+async def test_a_token_provider_raising_a_cancelled_error_no_one_asked_for_is_an_auth_error(
+    provider: Any,
+) -> None:
+    """It ended the call with a bare asyncio CancelledError (its caller's task not cancelled),
+    which the caller takes for its own cancellation; and the next call fetches again."""
+    peer = Peer()
+    adapter = azure(peer, provider)
+    for _ in range(2):
+        with pytest.raises(AuthError, match="provider failed: CancelledError") as caught:
+            await adapter.complete(ask())
+        assert type(caught.value.__cause__).__name__ == "_NoToken"
+        assert type(caught.value.__cause__.__cause__).__name__ == "CancelledError"
+    assert peer.requests == []
+    await adapter.aclose()
+
+
+@pytest.mark.anyio
+async def test_google_credentials_whose_expiry_has_a_time_zone_are_an_auth_error() -> None:
+    """google-auth compares ``expiry`` with its naive UTC clock: ``valid`` raised a bare
+    TypeError (offset-naive and offset-aware) from the settings' check and the stage's."""
+    aware = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
+    peer = Peer()
+    adapter = vertex(peer, Credentials(token="ya29.aware", expiry=aware))
+    with pytest.raises(AuthError, match="offset-naive and offset-aware") as caught:
+        await adapter.complete(ask("vertex:gemini-2.5-flash"))
+    assert isinstance(caught.value.__cause__, TypeError) and peer.requests == []
+    fixed = vertex(peer, Credentials(token="ya29.naive", expiry=in_an_hour()))
+    assert (await fixed.complete(ask("vertex:gemini-2.5-flash"))).text

@@ -5,6 +5,7 @@ event may be (a ProtocolError, the connection dropped, the rest never read), a f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import anyio
@@ -96,9 +97,29 @@ async def test_a_close_frame_in_the_middle_of_a_message_ends_the_connection() ->
     socket, stream = connected(closed_mid_message(server), server)
     with anyio.fail_after(60):
         assert "delta" in await socket.receive()  # what arrived whole is delivered
-        with pytest.raises(ConnectionLost, match="closed"):
-            await socket.receive()
+        with pytest.raises(ConnectionLost, match=r"closed the connection \(1011: going away\)"):
+            await socket.receive()  # the code and reason it gave are said (they were dropped)
     assert socket.closed and len(stream.written) == 1  # the close answered
+
+
+def closed_with(server: WSConnection, code: int, reason: str) -> Iterator[bytes]:
+    yield server.send(CloseConnection(code=code, reason=reason))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("code", "reason", "said"), [(1008, "", "(1008)"), (4000, "try later é", "(4000: try later é)")]
+)
+async def test_a_close_between_messages_says_its_code_and_reason(
+    code: int, reason: str, said: str
+) -> None:
+    server = WSConnection(ConnectionType.SERVER)
+    socket, _ = connected(closed_with(server, code, reason), server)
+    with anyio.fail_after(60), pytest.raises(ConnectionLost) as caught:
+        await socket.receive()
+    assert str(caught.value) == f"the server closed the connection {said}"
+    with pytest.raises(ConnectionLost, match=re.escape(said)):
+        await socket.receive()  # asked again, the same
 
 
 def frame(opcode: int, payload: bytes) -> bytes:

@@ -304,3 +304,22 @@ def test_a_401_or_403_is_auth_whatever_the_body_says_in_every_stack(status: int)
                 if error.error_class is not ErrorClass.AUTH or error.retryable:
                     wrong.append((stack, body[:40], header, error.error_class.value))
     assert wrong == []
+
+
+GEMINI_FILE_GONE = (
+    b'{"error": {"code": 403, "status": "PERMISSION_DENIED", "message": "You do not have '
+    b'permission to access the File ab12cd34 or it may not exist."}}'
+)
+
+
+@pytest.mark.parametrize("stack", ["gemini", "openai_compatible"])
+def test_a_403_for_a_file_that_may_not_exist_is_an_invalid_request(stack: str) -> None:
+    """The Gemini API's answer to a request naming a file of its Files API it no longer has
+    (files expire 48 hours after upload) was an AuthError: a key refused, where the request
+    named a file that is gone (an OpenAI-compatible endpoint relaying it says the same)."""
+    from metis.stacks.loader import load_stack
+
+    codec = load_stack(stack).build_pipeline()["normalize"].codec  # type: ignore[attr-defined]
+    error = codec.error_from_http(403, {}, GEMINI_FILE_GONE)
+    assert error.error_class is ErrorClass.INVALID_REQUEST and not error.retryable
+    assert "may not exist" in str(error)

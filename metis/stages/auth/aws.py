@@ -64,11 +64,19 @@ def secret_parts(credentials: Any) -> tuple[str, ...]:
     return tuple(part for part in parts if isinstance(part, str) and part)
 
 
+class CredentialsUnreachable(Exception):
+    """botocore could not reach what gives the credentials (the instance metadata service,
+    SSO, STS): a network failure, which another attempt may mend, not a configuration's."""
+
+
 def _botocore_call(function: Any, *args: Any) -> Any:
-    from botocore.exceptions import BotoCoreError
+    from botocore.exceptions import BotoCoreError, HTTPClientError
+    from botocore.exceptions import ConnectionError as BotoConnectionError
 
     try:
         return function(*args)
+    except (BotoConnectionError, HTTPClientError) as exc:
+        raise CredentialsUnreachable(f"reaching AWS for credentials failed: {exc}") from None
     except BotoCoreError as exc:  # ProfileNotFound, a config file that does not parse, ...
         raise ConfigError(f"AWS configuration: {exc}") from None
 

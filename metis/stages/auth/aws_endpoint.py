@@ -20,6 +20,7 @@ from urllib.parse import quote
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 
+from metis.core.url_segment import segment
 from metis.errors import ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
@@ -47,7 +48,7 @@ class AwsEndpoint(AsyncRequestStage[WireRequest]):
         if "{region}" in url:
             url = url.replace("{region}", await region_or_fail(call, self._options))
         model = call.wire_model
-        url = url.replace(f"/{model}/", f"/{quote(model, safe='')}/", 1)
+        url = url.replace(f"/{segment(model)}/", f"/{quote(model, safe='')}/", 1)
         return request if url == request.url else dataclasses.replace(request, url=url)
 
 

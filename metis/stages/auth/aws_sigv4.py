@@ -18,13 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from metis.errors import ConfigError
+from metis.errors import AdapterError, AuthError, ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import AsyncRequestStage
 from metis.stages.auth import aws as aws_auth
 from metis.stages.auth.aws_endpoint import in_worker, not_configured, profile_of, region_or_fail
+from metis.stages.auth.token_cache import printable
 
 BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
 
@@ -61,6 +62,13 @@ class AwsSigV4(AsyncRequestStage[WireRequest]):
         except ConfigError as exc:
             why = f"{exc}; or set {BEARER_ENV} to a Bedrock API key"
             raise not_configured(call, why, BEARER_ENV) from None
+        except aws_auth.CredentialsUnreachable as exc:
+            raise NetworkError(f"{call.provider}: {exc}", **_of(call)) from None
+        except AdapterError:  # the deadline, while the chain was asked
+            raise
+        except Exception as exc:  # a credential provider's own failure (a refresh's KeyError)
+            said = f"{call.provider}: getting AWS credentials failed: {printable(exc)}"
+            raise AuthError(said, **_of(call)) from exc
         if credentials is None:
             raise not_configured(
                 call,
@@ -70,15 +78,20 @@ class AwsSigV4(AsyncRequestStage[WireRequest]):
                 BEARER_ENV,
             )
         call.add_secret(*aws_auth.secret_parts(credentials))  # a server may echo them back
-        headers = aws_auth.sign(
-            request.method,
-            request.url,
-            request.headers,
-            request.content or b"",  # the bytes the transport sends
-            credentials,
-            await region_or_fail(call, self._options, session),
-            self.options.service,
-        )
+        region = await region_or_fail(call, self._options, session)
+        try:
+            headers = aws_auth.sign(
+                request.method,
+                request.url,
+                request.headers,
+                request.content or b"",  # the bytes the transport sends
+                credentials,
+                region,
+                self.options.service,
+            )
+        except UnicodeError:  # a key read from bytes that are not UTF-8 (a lone surrogate)
+            said = f"{call.provider}: the AWS credentials are not text SigV4 can sign (UTF-8)"
+            raise AuthError(said, **_of(call)) from None
         return dataclasses.replace(request, headers=headers)
 
     def _session(self, profile: str | None) -> Any:
@@ -86,3 +99,7 @@ class AwsSigV4(AsyncRequestStage[WireRequest]):
         if session is None:
             session = self._sessions[profile] = aws_auth.botocore_session(profile)
         return session
+
+
+def _of(call: Call) -> dict[str, Any]:
+    return {"provider": call.provider, "request_id": call.request_id}

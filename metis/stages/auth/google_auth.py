@@ -32,6 +32,7 @@ from metis.errors import AuthError, ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
+from metis.pipeline.settings import google_credentials_like
 from metis.pipeline.stage import AsyncRequestStage, Inner
 from metis.stages.auth.token_cache import (
     Token,
@@ -88,7 +89,7 @@ class GoogleAuth(AsyncRequestStage[WireRequest]):
             headers = {**request.headers, "authorization": f"Bearer {ready}"}
             return dataclasses.replace(request, headers=headers)
         credentials = self._credentials(call)
-        if credentials is None or not credentials.valid or credentials.token == self._stale:
+        if credentials is None or not _valid(credentials) or credentials.token == self._stale:
             token = await self._refreshes.token(call, self._fresh_token)
         else:
             token = credentials.token
@@ -99,9 +100,7 @@ class GoogleAuth(AsyncRequestStage[WireRequest]):
     def _credentials(self, call: Call) -> Any:
         """The credentials given in the settings, or the defaults found so far (or None)."""
         credentials = self._options.get("credentials") or self._default
-        if credentials is not None and not all(
-            hasattr(credentials, name) for name in ("valid", "token", "refresh")
-        ):
+        if credentials is not None and not google_credentials_like(credentials):
             raise ConfigError(
                 f"{call.provider}: the credentials setting must be google-auth "
                 f"credentials (google.auth.credentials.Credentials), got {type(credentials)!r}"
@@ -122,6 +121,16 @@ class GoogleAuth(AsyncRequestStage[WireRequest]):
         if not credentials.valid or credentials.token == self._stale:
             credentials.refresh(Request())
         return Token(credentials.token)
+
+
+def _valid(credentials: Any) -> bool:
+    """Whether ``credentials`` hold a token good now; False when they cannot say (their check
+    raising: an expiry with a time zone, which google-auth compares with its naive UTC clock),
+    so the refresh meets the failure and reports it (an AuthError with it as the cause)."""
+    try:
+        return bool(credentials.valid)
+    except Exception:
+        return False
 
 
 def _classified(exc: Exception, call: Call) -> BaseException | None:

@@ -22,6 +22,7 @@ Getting a token can take seconds (a token endpoint, a metadata service, a CLI), 
 from __future__ import annotations
 
 import inspect
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -32,6 +33,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
+from metis.core.raised import is_stray_cancel
 from metis.errors import AdapterError, AuthError, ConfigError, NetworkError, scrub_error
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
@@ -168,6 +170,10 @@ class TokenCache:
             token = await flight.fetch()  # type: ignore[misc]
         except Exception as exc:
             return exc
+        except BaseException as raised:  # a CancelledError no one cancelled the call for
+            if not is_stray_cancel(raised):
+                raise
+            return _stray(raised)
         outcome = _checked(lambda: token)
         if isinstance(outcome, Token):
             self._keep(outcome)
@@ -248,10 +254,24 @@ def _checked(fetch: Callable[[], Any]) -> Token | Exception:
         token = fetch()
     except Exception as exc:
         return exc
+    except BaseException as raised:  # in a worker thread, no CancelledError is the call's
+        asyncio = sys.modules.get("asyncio")
+        if asyncio is None or not isinstance(raised, asyncio.CancelledError):
+            raise
+        return _stray(raised)
     if not isinstance(token, Token) or not isinstance(token.value, str) or not token.value:
         value = token.value if isinstance(token, Token) else token
         return _NoToken(f"gave no token (got {type(value).__name__})")
     return token
+
+
+def _stray(raised: BaseException) -> _NoToken:
+    """The fetch's failure for an asyncio CancelledError it raised of its own (a task it
+    awaited, cancelled elsewhere): the call was not cancelled, so it is not ended as if it
+    were (its caller would take it for its own cancellation)."""
+    failed = _NoToken("failed: CancelledError (a task it awaited was cancelled)")
+    failed.__cause__ = raised
+    return failed
 
 
 def printable(exc: BaseException) -> str:

@@ -219,9 +219,10 @@ _UNFINISHED = (StopKind.ERROR, StopKind.CANCELLED)
 
 
 def _fingerprint(item: Any) -> bytes:
-    """One item's bytes for the running hash, with a separator no JSON text contains."""
+    """One item's bytes for the running hash, with a separator no JSON text contains. A lone
+    surrogate is hashed as it is (the transport refuses such a request, classified)."""
     text = json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.encode("utf-8") + b"\x1e"
+    return text.encode("utf-8", "surrogatepass") + b"\x1e"
 
 
 def _reply_gone(error: AdapterError) -> bool:

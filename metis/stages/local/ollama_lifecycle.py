@@ -71,7 +71,9 @@ class OllamaLifecycle(EventHook[Any]):
         )
         preload: bool = Field(default=False, description="load the model into memory at init")
         unload: bool = Field(default=False, description="unload the model at dispose")
-        check_timeout: float = Field(default=5.0, gt=0, description="seconds, for each check")
+        check_timeout: float = Field(
+            default=5.0, gt=0, description="seconds, for each check and the unload"
+        )
 
     options: Options
     _services = StageServices()
@@ -102,7 +104,8 @@ class OllamaLifecycle(EventHook[Any]):
         if model is not None:
             found = _adopt(provider.name, declared, model, await checks.show(model))
             if self.options.preload:
-                await checks.chat(model, "loading", keep_alive=self._setting("keep_alive"))
+                loading = self._services.config.timeout_seconds  # a model takes time to load
+                await checks.chat(model, "loading", loading, keep_alive=self._setting("keep_alive"))
         try:
             yield found
         finally:
@@ -192,15 +195,16 @@ class _Checks:
                 provider_message=error.provider_message,
             ) from None
 
-    async def chat(self, model: str, what: str, **extra: Any) -> None:
+    async def chat(self, model: str, what: str, wait: float, **extra: Any) -> None:
         body = {"model": model, "messages": [], "stream": False}
         body.update({key: value for key, value in extra.items() if value is not None})
-        wait = self.stage._services.config.timeout_seconds
         await self.send("POST", f"{self.base}/api/chat", body, wait=wait, what=f"{what} {model}")
 
     async def unload(self, model: str) -> None:
+        """Within ``check_timeout``: Ollama answers an unload once it is under way, and the
+        wait is shielded from cancellation (dispose runs it even when cancelled)."""
         try:
-            await self.chat(model, "unloading", keep_alive=0)
+            await self.chat(model, "unloading", self.stage.options.check_timeout, keep_alive=0)
         except AdapterError as error:  # the server is gone: nothing left to unload
             log.warning("could not unload %s from %s: %s", model, self.base, error)
 

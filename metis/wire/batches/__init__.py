@@ -88,6 +88,14 @@ def _named(line: str) -> str:
     return name if isinstance(name, str) else ""
 
 
+def count_of(value: Any) -> int | None:
+    """A batch's count as the provider reports it: a whole number not below zero (proto3 JSON
+    sends an int64 as a string), else None, never a count of another type."""
+    if value.__class__ is str and value.isascii() and value.isdigit():
+        return int(value)
+    return value if value.__class__ is int and value >= 0 else None
+
+
 def state_of(raw: str, table: dict[str, BatchState]) -> BatchState:
     found = table.get(raw)
     if found is None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from metis.core.url_segment import segment
 from metis.errors import ProtocolError
 from metis.model.batches import BatchState, BatchStatus
-from metis.wire.batches import RawItem, Send, jsonl, state_of
+from metis.wire.batches import RawItem, Send, count_of, jsonl, state_of
 from metis.wire.read import object_value, required_text
 
 _STATES: dict[str, BatchState] = {
@@ -46,11 +47,11 @@ def submit(base_url: str, items: list[tuple[str, dict[str, Any]]]) -> list[Send]
 
 
 def status_request(base_url: str, batch_id: str) -> Send:
-    return Send("GET", f"{base_url}/v1/messages/batches/{batch_id}")
+    return Send("GET", f"{base_url}/v1/messages/batches/{segment(batch_id)}")
 
 
 def cancel_request(base_url: str, batch_id: str) -> Send:
-    return Send("POST", f"{base_url}/v1/messages/batches/{batch_id}/cancel")
+    return Send("POST", f"{base_url}/v1/messages/batches/{segment(batch_id)}/cancel")
 
 
 def batch_id(answer: dict[str, Any]) -> str:
@@ -65,16 +66,21 @@ def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
         state = "expired"
     elif state == "completed" and not counts.get("succeeded") and counts.get("canceled"):
         state = "cancelled"
-    total = sum(v for v in counts.values() if isinstance(v, int))
-    failed = sum(counts.get(k) or 0 for k in ("errored", "canceled", "expired"))
-    return BatchStatus(
-        batch_id(answer), provider, state, raw, total, counts.get("succeeded"), failed
-    )
+    total = sum(count_of(v) or 0 for v in counts.values())
+    failed = sum(count_of(counts.get(k)) or 0 for k in ("errored", "canceled", "expired"))
+    succeeded = count_of(counts.get("succeeded"))
+    return BatchStatus(batch_id(answer), provider, state, raw, total, succeeded, failed)
 
 
-def results_request(answer: dict[str, Any]) -> Send | None:
+def results_request(base_url: str, answer: dict[str, Any]) -> Send | None:
+    """``GET /v1/messages/batches/{id}/results`` from the adapter's base URL once the batch
+    names a ``results_url`` (the same resource): a URL an answer names is not sent the key
+    when it is another origin (a proxy's base URL, an answer not Anthropic's), as a redirect
+    to one is not (metis/transport/redirects.py)."""
     url = answer.get("results_url")
-    return Send("GET", url) if isinstance(url, str) and url else None
+    if not (isinstance(url, str) and url):
+        return None
+    return Send("GET", f"{base_url}/v1/messages/batches/{segment(batch_id(answer))}/results")
 
 
 def read_results(raw: bytes) -> list[RawItem]:
@@ -85,7 +91,7 @@ def _item(line: dict[str, Any]) -> RawItem:
     key = required_text(line, "custom_id", "result line")
     result = object_value(line.get("result"), "result")
     kind = result.get("type")
-    if kind not in _OUTCOMES:
+    if not isinstance(kind, str) or kind not in _OUTCOMES:
         raise ProtocolError(f"result of {key!r}: unknown type {kind!r}")
     message = result.get("message")
     error = result.get("error")

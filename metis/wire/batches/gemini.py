@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from metis.core.url_segment import segment
 from metis.errors import CapabilityError, ProtocolError
 from metis.model.batches import BatchState, BatchStatus
-from metis.wire.batches import RawItem, Send, state_of
+from metis.wire.batches import RawItem, Send, count_of, state_of
 from metis.wire.read import object_value, required_text, shown
 
 _STATES: dict[str, BatchState] = {}
@@ -32,9 +33,8 @@ for prefix in ("BATCH_STATE_", "JOB_STATE_"):
 def submit(base_url: str, model: str, items: list[tuple[str, dict[str, Any]]]) -> list[Send]:
     requests = [{"request": body, "metadata": {"key": key}} for key, body in items]
     batch = {"display_name": "metis", "input_config": {"requests": {"requests": requests}}}
-    return [
-        Send("POST", f"{base_url}/v1beta/models/{model}:batchGenerateContent", {"batch": batch})
-    ]
+    url = f"{base_url}/v1beta/models/{segment(model)}:batchGenerateContent"
+    return [Send("POST", url, {"batch": batch})]
 
 
 def batch_id(answer: dict[str, Any]) -> str:
@@ -43,11 +43,11 @@ def batch_id(answer: dict[str, Any]) -> str:
 
 
 def status_request(base_url: str, batch: str) -> Send:
-    return Send("GET", f"{base_url}/v1beta/batches/{batch}")
+    return Send("GET", f"{base_url}/v1beta/batches/{segment(batch)}")
 
 
 def cancel_request(base_url: str, batch: str) -> Send:
-    return Send("POST", f"{base_url}/v1beta/batches/{batch}:cancel")
+    return Send("POST", f"{base_url}/v1beta/batches/{segment(batch)}:cancel")
 
 
 def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
@@ -61,17 +61,17 @@ def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
         provider,
         state_of(raw, _STATES),
         raw,
-        _int(stats.get("requestCount")),
-        _int(stats.get("successfulRequestCount")),
-        _int(stats.get("failedRequestCount")),
+        count_of(stats.get("requestCount")),
+        count_of(stats.get("successfulRequestCount")),
+        count_of(stats.get("failedRequestCount")),
+        _error(answer.get("error")),
     )
 
 
-def _int(value: Any) -> int | None:
-    try:
-        return int(value) if value is not None else None  # proto3 JSON sends int64 as a string
-    except (TypeError, ValueError):
-        return None
+def _error(error: Any) -> tuple[str, ...]:
+    """A failed operation's ``error: {code, message}`` (google.rpc.Status)."""
+    message = error.get("message") if isinstance(error, dict) else None
+    return (message,) if isinstance(message, str) and message else ()
 
 
 def read_results(answer: dict[str, Any]) -> list[RawItem]:

@@ -19,9 +19,10 @@ import json
 import uuid
 from typing import Any
 
+from metis.core.url_segment import segment
 from metis.errors import ProtocolError
 from metis.model.batches import BatchState, BatchStatus
-from metis.wire.batches import RawItem, Send, jsonl, state_of
+from metis.wire.batches import RawItem, Send, count_of, jsonl, state_of
 from metis.wire.read import object_value, required_text, shown
 
 _STATES: dict[str, BatchState] = {
@@ -74,11 +75,11 @@ def batch_id(answer: dict[str, Any]) -> str:
 
 
 def status_request(root: str, batch: str) -> Send:
-    return Send("GET", f"{root}/batches/{batch}")
+    return Send("GET", f"{root}/batches/{segment(batch)}")
 
 
 def cancel_request(root: str, batch: str) -> Send:
-    return Send("POST", f"{root}/batches/{batch}/cancel")
+    return Send("POST", f"{root}/batches/{segment(batch)}/cancel")
 
 
 def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
@@ -89,15 +90,31 @@ def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
         provider,
         state_of(raw, _STATES),
         raw,
-        counts.get("total"),
-        counts.get("completed"),
-        counts.get("failed"),
+        count_of(counts.get("total")),
+        count_of(counts.get("completed")),
+        count_of(counts.get("failed")),
+        _errors(answer.get("errors")),
     )
+
+
+def _errors(listed: Any) -> tuple[str, ...]:
+    """A failed batch's ``errors: {data: [{code, message, line}]}`` (its input file did not
+    validate), a line each."""
+    data = listed.get("data") if isinstance(listed, dict) else None
+    found = []
+    for error in data if isinstance(data, list) else ():
+        if isinstance(error, dict):
+            line = error.get("line")
+            where = f"line {line}: " if line.__class__ is int else ""
+            said = [error.get(key) for key in ("code", "message")]
+            found.append(where + ": ".join(s if isinstance(s, str) else shown(s) for s in said))
+    return tuple(found)
 
 
 def results_requests(root: str, answer: dict[str, Any]) -> list[Send]:
     found = [answer.get("output_file_id"), answer.get("error_file_id")]
-    return [Send("GET", f"{root}/files/{f}/content") for f in found if isinstance(f, str) and f]
+    named = [f for f in found if isinstance(f, str) and f]
+    return [Send("GET", f"{root}/files/{segment(f)}/content") for f in named]
 
 
 def read_results(raw: bytes) -> list[RawItem]:

@@ -66,7 +66,8 @@ class BedrockEmbeddings(EmbedCodec):
                 (v for k, v in headers.items() if k.lower() == "x-amzn-bedrock-input-token-count"),
                 None,
             )
-            counted = int(header) if header is not None and header.isdigit() else None
+            said = header or ""  # ASCII digits only: int("²") fails, though "²".isdigit()
+            counted = int(said) if said.isascii() and said.isdigit() else None
             return Embedded(cohere_vectors(body, len(batch.inputs)), counted)
         return Embedded(
             [vector(body.get("embedding"), "embedding")],

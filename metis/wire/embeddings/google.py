@@ -49,7 +49,8 @@ def google_error(status: int, headers: Mapping[str, str], body: bytes) -> Adapte
     error = data.get("error") if data is not None else None
     if not isinstance(error, dict):
         return generic_error(status, headers, body)
-    details = [d for d in error.get("details") or () if isinstance(d, dict)]
+    listed = error.get("details")
+    details = [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
     codes = [d.get("reason") for d in details] + [error.get("status")]
     code = next((c for c in codes if isinstance(c, str) and c in _CLASSES), None)
     code = code or next((c for c in codes if isinstance(c, str)), None)
