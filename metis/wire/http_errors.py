@@ -174,17 +174,7 @@ def http_error(
     said = server_says_retry(headers)
     if said is not None:
         retryable = said
-    if status in (401, 403) or (
-        cls is ErrorClass.INVALID_REQUEST and _bad_key_text().search(message)
-    ):
-        cls = ErrorClass.AUTH  # xAI answers a wrong key with a 400 that says so
-    if status == 403 and _file_gone_text().search(message):
-        cls = ErrorClass.INVALID_REQUEST
-    overloaded = cls is ErrorClass.SERVER_ERROR and _overloaded_text().search(message)
-    if status in (503, None) and overloaded:  # (OpenAI's: type server_error, said overloaded)
-        cls = ErrorClass.OVERLOADED
-    if cls is ErrorClass.INVALID_REQUEST and says_context_overflow(message):
-        cls = ErrorClass.CONTEXT_OVERFLOW
+    cls = _as_its_words_say(cls, status, message)
     if cannot_pay(status, code, message):  # out of credit: no wait mends it (out_of_credit.py)
         cls, retryable = ErrorClass.RATE_LIMIT, False
     error = error_for(
@@ -201,6 +191,22 @@ def http_error(
     if status == 401 and isinstance(error, AuthError):
         error.claims = claims_challenge(headers)
     return error
+
+
+def _as_its_words_say(cls: ErrorClass, status: int | None, message: str) -> ErrorClass:
+    """``cls`` corrected by what the status and the message say (see :func:`http_error`)."""
+    if status in (401, 403) or (
+        cls is ErrorClass.INVALID_REQUEST and _bad_key_text().search(message)
+    ):
+        cls = ErrorClass.AUTH  # xAI answers a wrong key with a 400 that says so
+    if status == 403 and _file_gone_text().search(message):
+        cls = ErrorClass.INVALID_REQUEST
+    overloaded = cls is ErrorClass.SERVER_ERROR and _overloaded_text().search(message)
+    if status in (503, None) and overloaded:  # (OpenAI's: type server_error, said overloaded)
+        cls = ErrorClass.OVERLOADED
+    if cls is ErrorClass.INVALID_REQUEST and says_context_overflow(message):
+        cls = ErrorClass.CONTEXT_OVERFLOW
+    return cls
 
 
 def claims_challenge(headers: Mapping[str, str]) -> str | None:
