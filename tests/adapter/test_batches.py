@@ -140,6 +140,16 @@ async def test_bad_batches_are_refused_before_sending() -> None:
             Batches(build_adapter(stack, api_key="k", settings=_settings(stack)))
 
 
+def test_an_embedder_given_to_batches_is_told_apart_with_its_own_stack() -> None:
+    embedder = metis.build_embedder("openai", api_key="k")
+    with pytest.raises(metis.ConfigError) as refused:
+        Batches(embedder)  # type: ignore[arg-type]
+    assert "metis.build_adapter('openai')" in str(refused.value)
+    assert "an embedder's requests are not chat requests" in str(refused.value)
+    with pytest.raises(metis.ConfigError, match=r"build_adapter\('gemini'\)"):
+        metis.CachedContents(object())  # type: ignore[arg-type]
+
+
 def _settings(stack: str) -> dict[str, str]:
     found = {
         "bedrock": {"region": "us-east-1"},
