@@ -180,9 +180,15 @@ class Emulator:
         return self.handler.records
 
     def bodies(self, provider: str | None = None) -> list[Any]:
-        """The JSON bodies of the recorded requests (to ``provider``, or all), in order."""
+        """The JSON bodies of the recorded requests (to ``provider``, or all), in order; a
+        file upload (a multipart form, not JSON) is left out."""
         wanted = ALIASES.get(provider, provider) if provider is not None else None
-        return [r.json() for r in self.requests if wanted is None or r.provider == wanted]
+        return [
+            r.json()
+            for r in self.requests
+            if (wanted is None or r.provider == wanted)
+            and not r.headers.get("content-type", "").startswith("multipart/")
+        ]
 
     @property
     def stored(self) -> dict[str, list[dict[str, Any]]]:

@@ -12,6 +12,7 @@ from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.cloud import CLOUD
 from metis.testing.emulator.formats.embeddings import AzureEmbeddings, Cohere, OpenAIEmbeddings
 from metis.testing.emulator.formats.embeddings_cloud import EMBEDDINGS
+from metis.testing.emulator.formats.files_upload import AnthropicFiles
 from metis.testing.emulator.formats.gemini import Gemini
 from metis.testing.emulator.formats.gemini_caches import GeminiCaches
 from metis.testing.emulator.formats.ollama import Ollama
@@ -26,6 +27,7 @@ def all_formats() -> list[Format]:
         Cohere(),
         *(embeddings() for embeddings in EMBEDDINGS),
         AnthropicBatches(),
+        AnthropicFiles(),
         OpenAIBatches(),
         AzureBatches(),
         GeminiBatches(),
