@@ -10,7 +10,7 @@ from metis.core.surrogates import clean
 from metis.errors import AdapterError
 
 if TYPE_CHECKING:
-    from metis.model.response import CanonicalResponse
+    from metis.model.response import CanonicalResponse, DroppedContent
 
 BatchState = Literal["pending", "running", "completed", "failed", "expired", "cancelled"]
 """Every provider's lifecycle, reduced: ``completed``, ``failed``, ``expired`` and
@@ -32,7 +32,10 @@ class MissingResult(AdapterError, KeyError):
 @dataclass(frozen=True, slots=True)
 class BatchStatus:
     """Where a batch is: ``state`` (canonical), ``raw`` (the provider's own word), and the
-    counts the provider reports (``None`` where it reports none)."""
+    counts the provider reports (``None`` where it reports none). ``warnings``, on what
+    ``submit`` returns only: what each item's request left out when it was encoded (a setting
+    the model does not take, content it cannot read), by the caller's id, as a single call's
+    reply lists them; the results, read later, do not carry them."""
 
     id: str
     provider: str
@@ -41,6 +44,7 @@ class BatchStatus:
     total: int | None = None
     succeeded: int | None = None
     failed: int | None = None
+    warnings: dict[str, list[DroppedContent]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:  # the provider's id, a lone surrogate in it U+FFFD
         object.__setattr__(self, "id", clean(self.id))

@@ -86,6 +86,22 @@ async def test_forty_requests_with_failed_items_read_back_by_id(stack: str, mode
     assert emulator.stats.requests >= 5  # submit (OpenAI: upload, create), polls, results
 
 
+@pytest.mark.backend_independent
+async def test_what_submit_left_out_of_an_item_is_listed_by_its_id() -> None:
+    """A setting an item's model does not take is left out as in a single call, and said on
+    the status ``submit`` returns, by the item's id (the results, read later, cannot)."""
+    emulator = Emulator()
+    items = requests("openai:gpt-5.1", 2)
+    items["item-1"] = items["item-1"].model_copy(
+        update={"temperature": 0.3, "thinking": metis.ThinkingConfig(effort="high")}
+    )
+    submitted = await batches("openai", emulator).submit(items)
+    assert list(submitted.warnings) == ["item-1"]
+    [dropped] = submitted.warnings["item-1"]
+    assert (dropped.block_type, dropped.provider) == ("temperature", "openai")
+    assert (await batches("openai", emulator).status(submitted.id)).warnings == {}
+
+
 @pytest.mark.parametrize(("stack", "model"), STACKS)
 async def test_a_batch_that_expires(stack: str, model: str) -> None:
     emulator = Emulator()
