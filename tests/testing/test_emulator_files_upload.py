@@ -65,3 +65,43 @@ async def test_an_openai_upload_keeps_its_name_and_purpose() -> None:
     )
     assert no_purpose.status_code == 400
     assert no_purpose.json()["error"]["param"] == "purpose"
+
+
+async def test_a_gemini_resumable_upload_is_a_file_a_request_names() -> None:
+    """As google-genai's ``client.files.upload`` sends it: a start with the metadata (in
+    either JSON spelling), the bytes in chunks to the URL it answers, the last finalizing."""
+    emulator = Emulator()
+    start = {
+        "x-goog-api-key": "k",
+        "x-goog-upload-protocol": "resumable",
+        "x-goog-upload-command": "start",
+        "x-goog-upload-header-content-type": "application/pdf",
+    }
+    metadata = {"file": {"display_name": "Letter"}}
+    root = "https://generativelanguage.googleapis.com"
+    async with emulator.client() as client:
+        begun = await client.post(f"{root}/upload/v1beta/files", json=metadata, headers=start)
+        url = begun.headers["x-goog-upload-url"]
+        assert begun.headers["x-goog-upload-status"] == "active"
+        first = await client.post(url, content=PDF[:5], headers={"x-goog-upload-command": "upload"})
+        assert first.headers["x-goog-upload-status"] == "active"
+        last = {"x-goog-upload-command": "upload, finalize"}
+        done = await client.post(url, content=PDF[5:], headers=last)
+        assert done.headers["x-goog-upload-status"] == "final"
+        uploaded = done.json()["file"]
+        unknown = await client.post(f"{root}/upload/v1beta/files?upload_id=nope", headers=last)
+        document = metis.DocumentBlock.from_file_id(uploaded["uri"], provider="gemini")
+        async with metis.build_adapter("gemini", api_key="k", http_client=client) as adapter:
+            reply = await adapter.complete(
+                metis.CanonicalRequest(
+                    model="gemini:gemini-2.5-flash",
+                    messages=[metis.Message.user("Summarise it.", document)],
+                    max_output_tokens=64,
+                )
+            )
+    assert uploaded["name"].startswith("files/") and uploaded["state"] == "ACTIVE"
+    assert uploaded["uri"] == f"{root}/v1beta/{uploaded['name']}"
+    assert (uploaded["displayName"], uploaded["mimeType"]) == ("Letter", "application/pdf")
+    assert uploaded["sizeBytes"] == str(len(PDF))
+    assert unknown.status_code == 404
+    assert reply.text == "You said: Summarise it."

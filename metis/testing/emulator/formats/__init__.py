@@ -15,6 +15,7 @@ from metis.testing.emulator.formats.embeddings_cloud import EMBEDDINGS
 from metis.testing.emulator.formats.files_upload import AnthropicFiles
 from metis.testing.emulator.formats.gemini import Gemini
 from metis.testing.emulator.formats.gemini_caches import GeminiCaches
+from metis.testing.emulator.formats.gemini_files import GeminiFiles
 from metis.testing.emulator.formats.ollama import Ollama
 from metis.testing.emulator.formats.responses import Responses
 from metis.testing.emulator.rules import names
@@ -32,6 +33,7 @@ def all_formats() -> list[Format]:
         AzureBatches(),
         GeminiBatches(),
         GeminiCaches(),
+        GeminiFiles(),
         Anthropic(),
         Responses(),
         Gemini(),
