@@ -146,8 +146,9 @@ class Batches:
             raise InvalidRequestError(f"a Gemini batch runs one model; these name {sorted(models)}")
         bodies: list[tuple[str, dict[str, Any]]] = []
         dropped: dict[str, list[DroppedContent]] = {}
+        logged: set[Any] = set()  # one WARN line a kind of drop for the batch, not one an item
         for key, request in pairs:
-            body, warnings = await self._body(request)
+            body, warnings = await self._body(request, logged)
             bodies.append((key, body))
             if warnings:
                 dropped[key] = warnings
@@ -195,11 +196,15 @@ class Batches:
             check_ready(adapter.name, adapter.stack, adapter.endpoint, request, foreign)
         return pairs
 
-    async def _body(self, request: CanonicalRequest) -> tuple[dict[str, Any], list[DroppedContent]]:
-        """The item's wire body, and what encoding it left out."""
+    async def _body(
+        self, request: CanonicalRequest, logged: set[Any]
+    ) -> tuple[dict[str, Any], list[DroppedContent]]:
+        """The item's wire body, and what encoding it left out (``logged``: the kinds of drop
+        the batch's items logged already)."""
         encode = self.provider.part("encode")
         assert encode is not None
         call = self._call(request.model)
+        call.drops.logged = logged
         unstreamed = request.model_copy(update={"stream": False})
         wire: WireRequest = await self.adapter.pipeline.prepare(unstreamed, call, through=encode)
         body = dict(wire.body)

@@ -102,6 +102,23 @@ async def test_what_submit_left_out_of_an_item_is_listed_by_its_id() -> None:
     assert (await batches("openai", emulator).status(submitted.id)).warnings == {}
 
 
+@pytest.mark.backend_independent
+async def test_a_drop_every_item_makes_is_logged_once_for_the_batch(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cited = metis.DocumentBlock.from_bytes(b"%PDF-1.4\n", "application/pdf", citations=True)
+    items = {
+        f"doc-{i}": CanonicalRequest(
+            model="openai:gpt-4o", messages=[Message.user("Index it.", cited)], max_output_tokens=64
+        )
+        for i in range(3)
+    }
+    submitted = await batches("openai", Emulator()).submit(items)
+    assert sorted(submitted.warnings) == ["doc-0", "doc-1", "doc-2"]  # each item says it
+    logged = [r for r in caplog.records if r.name == "metis" and "document.citations" in r.message]
+    assert len(logged) == 1  # not one line an item: a batch may hold thousands
+
+
 @pytest.mark.parametrize(("stack", "model"), STACKS)
 async def test_a_batch_that_expires(stack: str, model: str) -> None:
     emulator = Emulator()
