@@ -260,7 +260,8 @@ def message_events(message: dict[str, Any], content: list[ContentBlock]) -> list
         cache_creation_input_tokens=usage["cache_creation_input_tokens"],
         output_tokens=usage["output_tokens"],
         server_tools=ServerToolRequests(
-            web_search=usage.get("server_tool_use", {}).get("web_search_requests", 0)
+            web_search=(ran := usage.get("server_tool_use", {})).get("web_search_requests", 0),
+            web_fetch=ran.get("web_fetch_requests", 0),
         ),
     )
     tier = service_tier(usage.get("service_tier"))
