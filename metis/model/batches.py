@@ -44,7 +44,7 @@ class BatchStatus:
     total: int | None = None
     succeeded: int | None = None
     failed: int | None = None
-    warnings: dict[str, list[DroppedContent]] = field(default_factory=dict)
+    warnings: dict[str, list[DroppedContent]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:  # the provider's id, a lone surrogate in it U+FFFD
         object.__setattr__(self, "id", clean(self.id))

@@ -408,3 +408,9 @@ async def test_an_item_that_cannot_be_read_is_that_items_error_only() -> None:
     )
     assert good.response is not None and good.response.text == "Hi"
     assert good.response.model == "anthropic:claude-sonnet-4-5"
+
+
+def test_a_status_with_warnings_is_still_hashable_and_equal_to_its_plain_form() -> None:
+    plain = metis.BatchStatus(id="b", provider="openai", state="pending", raw="validating")
+    warned = dataclasses.replace(plain, warnings={"a": []})
+    assert warned == plain and hash(warned) == hash(plain)
