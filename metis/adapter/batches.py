@@ -102,7 +102,7 @@ class Batches:
     """Submit, follow and read provider batches through one chat adapter."""
 
     def __init__(self, adapter: Countable) -> None:
-        of_adapter(adapter, "Batches(adapter)", "anthropic")
+        of_adapter(adapter, "Batches(adapter)")
         provider = adapter.pipeline.provider
         codec = provider.codec_name if provider is not None else None
         kind = KINDS.get((adapter.stack.catalog or "", codec or ""))

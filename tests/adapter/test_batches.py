@@ -180,7 +180,9 @@ def test_an_embedder_given_to_batches_is_told_apart_with_its_own_stack() -> None
     assert "metis.build_adapter('openai')" in str(refused.value)
     assert "an embedder's requests are not chat requests" in str(refused.value)
     with pytest.raises(metis.ConfigError, match=r"build_adapter\('gemini'\)"):
-        metis.CachedContents(object())  # type: ignore[arg-type]
+        metis.CachedContents(embedder)  # type: ignore[arg-type]  # Gemini's only
+    with pytest.raises(metis.ConfigError, match=r"build_adapter\('anthropic'\)"):
+        Batches(object())  # type: ignore[arg-type]
 
 
 def _settings(stack: str) -> dict[str, str]:
