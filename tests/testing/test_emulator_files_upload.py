@@ -105,3 +105,6 @@ async def test_a_gemini_resumable_upload_is_a_file_a_request_names() -> None:
     assert uploaded["sizeBytes"] == str(len(PDF))
     assert unknown.status_code == 404
     assert reply.text == "You said: Summarise it."
+    assert emulator.bodies("gemini")[-1]["contents"][0]["parts"][1] == {
+        "fileData": {"fileUri": uploaded["uri"]}
+    }  # the chunks, a file's bytes, are no JSON bodies

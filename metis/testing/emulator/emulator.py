@@ -181,14 +181,16 @@ class Emulator:
 
     def bodies(self, provider: str | None = None) -> list[Any]:
         """The JSON bodies of the recorded requests (to ``provider``, or all), in order; a
-        file upload (a multipart form, not JSON) is left out."""
+        body that is not JSON (a file upload's form or bytes) is left out."""
         wanted = ALIASES.get(provider, provider) if provider is not None else None
-        return [
-            r.json()
-            for r in self.requests
-            if (wanted is None or r.provider == wanted)
-            and not r.headers.get("content-type", "").startswith("multipart/")
-        ]
+        found = []
+        for record in self.requests:
+            if wanted is None or record.provider == wanted:
+                try:
+                    found.append(record.json())
+                except ValueError:  # json's errors, and bytes that are not UTF-8
+                    continue
+        return found
 
     @property
     def stored(self) -> dict[str, list[dict[str, Any]]]:
