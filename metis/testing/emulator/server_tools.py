@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from metis.errors import ConfigError
 from metis.testing.emulator.model import Reply
 from metis.testing.emulator.wire import signature
 
@@ -44,10 +45,20 @@ def web_search(
 ) -> Reply:
     """A reply that searched the web for ``query`` and found ``results``, then says ``say``
     citing every result (``cite``)."""
+    for n, found in enumerate(results):
+        if not (isinstance(found, tuple) and len(found) == 2 and all(map(_is_str, found))):
+            raise ConfigError(
+                f"web_search(): result {n} is {found!r}; expected (url, title), as "
+                "web_search('python', [('https://python.org', 'Python')])"
+            )
     reply = Reply(text=say)
     reply.server = [ServerOut("web_search", {"query": query}, results=list(results))]
     reply.cite = cite
     return reply
+
+
+def _is_str(value: object) -> bool:
+    return isinstance(value, str)
 
 
 def code_execution(
