@@ -13,6 +13,7 @@ later, from another process.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -38,7 +39,7 @@ from metis.errors import (
 from metis.model.batches import BatchItem, BatchResults, BatchStatus
 from metis.model.events import MessageComplete
 from metis.model.request import CanonicalRequest
-from metis.model.response import CanonicalResponse
+from metis.model.response import CanonicalResponse, DroppedContent
 from metis.pipeline.call import Call
 from metis.pipeline.provider import Provider
 from metis.pipeline.request import WireRequest
@@ -144,7 +145,20 @@ class Batches:
         models = {self.adapter.wire_model(r.model) for _, r in pairs}
         if self.kind == "gemini" and len(models) != 1:
             raise InvalidRequestError(f"a Gemini batch runs one model; these name {sorted(models)}")
-        bodies = [(key, await self._body(request)) for key, request in pairs]
+        bodies: list[tuple[str, dict[str, Any]]] = []
+        dropped: dict[str, list[DroppedContent]] = {}
+        logged: set[Any] = set()  # one WARN line a kind of drop for the batch, not one an item
+        for key, request in pairs:
+            body, warnings = await self._body(request, logged)
+            bodies.append((key, body))
+            if warnings:
+                dropped[key] = warnings
+        status = await self._send(bodies, models)
+        return dataclasses.replace(status, warnings=dropped)
+
+    async def _send(
+        self, bodies: list[tuple[str, dict[str, Any]]], models: set[str]
+    ) -> BatchStatus:
         if self.kind == "anthropic":
             (send,) = anthropic_batches.submit(self.base_url, bodies)
             answer = await self._json(send)
@@ -186,16 +200,21 @@ class Batches:
             check_ready(adapter.name, adapter.stack, adapter.endpoint, request, foreign)
         return pairs
 
-    async def _body(self, request: CanonicalRequest) -> dict[str, Any]:
+    async def _body(
+        self, request: CanonicalRequest, logged: set[Any]
+    ) -> tuple[dict[str, Any], list[DroppedContent]]:
+        """The item's wire body, and what encoding it left out (``logged``: the kinds of drop
+        the batch's items logged already)."""
         encode = self.provider.part("encode")
         assert encode is not None
         call = self._call(request.model)
+        call.drops.logged = logged
         unstreamed = request.model_copy(update={"stream": False})
         wire: WireRequest = await self.adapter.pipeline.prepare(unstreamed, call, through=encode)
         body = dict(wire.body)
         if self.kind == "gemini":
             body.pop("model", None)
-        return body
+        return body, list(call.drops.warnings)
 
     # Following -------------------------------------------------------------------------
 

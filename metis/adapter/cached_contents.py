@@ -46,7 +46,7 @@ class CachedContents:
     one (``ttl=`` for ``ttl_seconds=``), raised when the method is called."""
 
     def __init__(self, adapter: Countable) -> None:
-        of_adapter(adapter, "CachedContents(adapter)")
+        of_adapter(adapter, "CachedContents(adapter)", "gemini")
         provider = adapter.pipeline.provider
         codec = provider.codec_name if provider is not None else None
         if provider is None or (adapter.stack.catalog, codec) != GEMINI_API:

@@ -29,12 +29,20 @@ def given(stack: object, config: object) -> tuple[StackSpec, AdapterConfig]:
     return checked, typed(config or AdapterConfig(), AdapterConfig, "Adapter(config)")
 
 
-def of_adapter(adapter: object, what: str) -> None:
-    """A ConfigError when ``adapter``, given to ``what``, is not a chat adapter."""
+def of_adapter(adapter: object, what: str, example: str | None = None) -> None:
+    """A ConfigError when ``adapter``, given to ``what``, is not a chat adapter: its example
+    is ``example`` (the one stack ``what`` takes), else the stack of what was given where it
+    names one (an embedder's), else ``anthropic``."""
     if not hasattr(adapter, "pipeline") or not hasattr(adapter, "stack"):
+        name = getattr(adapter, "name", None)
+        own = name if isinstance(name, str) and hasattr(adapter, "stack") else "anthropic"
+        stack = example or own
+        embedder = (
+            " (an embedder's requests are not chat requests)" if hasattr(adapter, "embed") else ""
+        )
         raise ConfigError(
-            f"{what}: expected a chat adapter (metis.build_adapter('gemini')), got "
-            f"{type(adapter).__name__} {repr(adapter)[:60]}"
+            f"{what}: expected a chat adapter (metis.build_adapter({stack!r})), got "
+            f"{type(adapter).__name__} {repr(adapter)[:60]}{embedder}"
         )
 
 

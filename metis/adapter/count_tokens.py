@@ -34,7 +34,7 @@ from urllib.parse import unquote
 import anyio
 
 from metis.adapter.checks import a_request
-from metis.catalog.estimate import estimate_request_tokens
+from metis.catalog.estimate import TokenProfile, estimate_request_tokens, uncounted_files
 from metis.core.ids import new_request_id
 from metis.core.secrets import scrub_url
 from metis.errors import AdapterError, ProtocolError, scrub_error
@@ -162,20 +162,14 @@ async def count_tokens(
     encode = provider.part("encode") if provider is not None else None
     endpoint = ENDPOINTS.get(provider.codec_name or "") if provider is not None else None
     if provider is None or encode is None or endpoint is None:
-        return TokenCount(
-            estimate_request_tokens(request, profile),
-            "estimate",
-            f"{adapter.name} has no token-counting endpoint",
-        )
+        return _estimated(request, profile, f"{adapter.name} has no token-counting endpoint")
     call = side_call(adapter, request)
     unstreamed = request.model_copy(update={"stream": False})
     wire = await adapter.pipeline.prepare(unstreamed, call, through=encode)
     target = endpoint(wire)
     if target is None:
-        return TokenCount(
-            estimate_request_tokens(request, profile),
-            "estimate",
-            f"{adapter.name}: no counting endpoint beside {scrub_url(wire.url)}",
+        return _estimated(
+            request, profile, f"{adapter.name}: no counting endpoint beside {scrub_url(wire.url)}"
         )
     url, body = target
     try:
@@ -190,12 +184,20 @@ async def count_tokens(
         scrub_error(error, adapter.endpoint.secrets)
         if not estimate_on_error:
             raise
-        return TokenCount(
-            estimate_request_tokens(request, profile),
-            "estimate",
-            f"{scrub_url(url)} failed: {error}",
-        )
+        return _estimated(request, profile, f"{scrub_url(url)} failed: {error}")
     return TokenCount(tokens, "provider", scrub_url(url))
+
+
+def _estimated(request: CanonicalRequest, profile: TokenProfile, why: str) -> TokenCount:
+    """The offline estimate, saying why, and how many files it could not count."""
+    files = uncounted_files(request)
+    left_out = (
+        f"; {files} file{'s' if files != 1 else ''} (a PDF, audio, video) not counted: only the "
+        "provider can count them"
+        if files
+        else ""
+    )
+    return TokenCount(estimate_request_tokens(request, profile), "estimate", why + left_out)
 
 
 def side_call(adapter: Countable, request: CanonicalRequest) -> Call:

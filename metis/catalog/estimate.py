@@ -34,7 +34,7 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.history import History, history_of
-from metis.model.media import TextSource
+from metis.model.media import MediaBlock, TextSource
 from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest, ToolChoice, ToolDefinition
 from metis.model.schema_forms import form
@@ -137,6 +137,18 @@ def _message_units(message: Message, p: TokenProfile, *, reasoning: bool) -> tup
         elif isinstance(block, DocumentBlock) and isinstance(block.source, TextSource):
             units += _units(block.source.text, p)  # other files: the provider's count only
     return units, overhead
+
+
+def uncounted_files(request: CanonicalRequest) -> int:
+    """How many of ``request``'s files the estimate leaves out (a document that is not text,
+    audio, video: only the provider can count them)."""
+    return sum(
+        1
+        for message in request.messages
+        for block in message.content
+        if isinstance(block, MediaBlock)
+        and not (isinstance(block, DocumentBlock) and isinstance(block.source, TextSource))
+    )
 
 
 def _tools_overhead(

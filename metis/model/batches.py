@@ -10,7 +10,7 @@ from metis.core.surrogates import clean
 from metis.errors import AdapterError
 
 if TYPE_CHECKING:
-    from metis.model.response import CanonicalResponse
+    from metis.model.response import CanonicalResponse, DroppedContent
 
 BatchState = Literal["pending", "running", "completed", "failed", "expired", "cancelled"]
 """Every provider's lifecycle, reduced: ``completed``, ``failed``, ``expired`` and
@@ -32,7 +32,10 @@ class MissingResult(AdapterError, KeyError):
 @dataclass(frozen=True, slots=True)
 class BatchStatus:
     """Where a batch is: ``state`` (canonical), ``raw`` (the provider's own word), and the
-    counts the provider reports (``None`` where it reports none)."""
+    counts the provider reports (``None`` where it reports none). ``warnings``, on what
+    ``submit`` returns only: what each item's request left out when it was encoded (a setting
+    the model does not take, content it cannot read), by the caller's id, as a single call's
+    reply lists them; the results, read later, do not carry them."""
 
     id: str
     provider: str
@@ -44,6 +47,7 @@ class BatchStatus:
     errors: tuple[str, ...] = ()
     """Why the batch failed as the provider says it (OpenAI's validation errors, a line each;
     a Gemini batch operation's error); empty when it says nothing."""
+    warnings: dict[str, list[DroppedContent]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:  # the provider's words, a lone surrogate in them U+FFFD
         object.__setattr__(self, "id", clean(self.id))

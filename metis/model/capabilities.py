@@ -49,6 +49,9 @@ class AdapterCapabilities(BaseModel):
     accepted_document_media_types: list[str] = Field(default_factory=empty_list)
     """The documents the stack's wire carries, by media type (``application/pdf``); empty:
     none. The catalog narrows it per model: PDFs only to a model that reads PDFs or images."""
+    cites_documents: bool = False
+    """A document may ask to be cited (``DocumentBlock(citations=True)``) and the reply's text
+    cites it (Anthropic, Bedrock); elsewhere the ask is reported with the dropped-content WARN."""
     accepted_audio_media_types: list[str] = Field(default_factory=empty_list)
     """Audio input by media type (``audio/wav``); empty: none, and none to a model whose
     catalog entry lists no audio input."""

@@ -67,7 +67,11 @@ def unreadable(
         return _unseen(block, caps)
     source = block.source
     if isinstance(source, FileIdSource) and not same_files(source.provider, provider):
-        return f"its file id was issued by {source.provider}, and names no file on {provider}"
+        return (
+            f"its file id was issued by {source.provider}, and names no file on {provider} "
+            f"(upload the file to {provider}'s Files API, or give it inline, for this model "
+            "to read it)"
+        )
     accepted = _accepted(block, caps)
     noun = block.type
     if not accepted:

@@ -86,6 +86,39 @@ async def test_forty_requests_with_failed_items_read_back_by_id(stack: str, mode
     assert emulator.stats.requests >= 5  # submit (OpenAI: upload, create), polls, results
 
 
+@pytest.mark.backend_independent
+async def test_what_submit_left_out_of_an_item_is_listed_by_its_id() -> None:
+    """A setting an item's model does not take is left out as in a single call, and said on
+    the status ``submit`` returns, by the item's id (the results, read later, cannot)."""
+    emulator = Emulator()
+    items = requests("openai:gpt-5.1", 2)
+    items["item-1"] = items["item-1"].model_copy(
+        update={"temperature": 0.3, "thinking": metis.ThinkingConfig(effort="high")}
+    )
+    submitted = await batches("openai", emulator).submit(items)
+    assert list(submitted.warnings) == ["item-1"]
+    [dropped] = submitted.warnings["item-1"]
+    assert (dropped.block_type, dropped.provider) == ("temperature", "openai")
+    assert (await batches("openai", emulator).status(submitted.id)).warnings == {}
+
+
+@pytest.mark.backend_independent
+async def test_a_drop_every_item_makes_is_logged_once_for_the_batch(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cited = metis.DocumentBlock.from_bytes(b"%PDF-1.4\n", "application/pdf", citations=True)
+    items = {
+        f"doc-{i}": CanonicalRequest(
+            model="openai:gpt-4o", messages=[Message.user("Index it.", cited)], max_output_tokens=64
+        )
+        for i in range(3)
+    }
+    submitted = await batches("openai", Emulator()).submit(items)
+    assert sorted(submitted.warnings) == ["doc-0", "doc-1", "doc-2"]  # each item says it
+    logged = [r for r in caplog.records if r.name == "metis" and "document.citations" in r.message]
+    assert len(logged) == 1  # not one line an item: a batch may hold thousands
+
+
 @pytest.mark.parametrize(("stack", "model"), STACKS)
 async def test_a_batch_that_expires(stack: str, model: str) -> None:
     emulator = Emulator()
@@ -138,6 +171,18 @@ async def test_bad_batches_are_refused_before_sending() -> None:
     for stack in ("ollama", "bedrock", "vertex", "groq", "azure_responses", "bedrock_mantle"):
         with pytest.raises(CapabilityError):
             Batches(build_adapter(stack, api_key="k", settings=_settings(stack)))
+
+
+def test_an_embedder_given_to_batches_is_told_apart_with_its_own_stack() -> None:
+    embedder = metis.build_embedder("openai", api_key="k")
+    with pytest.raises(metis.ConfigError) as refused:
+        Batches(embedder)  # type: ignore[arg-type]
+    assert "metis.build_adapter('openai')" in str(refused.value)
+    assert "an embedder's requests are not chat requests" in str(refused.value)
+    with pytest.raises(metis.ConfigError, match=r"build_adapter\('gemini'\)"):
+        metis.CachedContents(embedder)  # type: ignore[arg-type]  # Gemini's only
+    with pytest.raises(metis.ConfigError, match=r"build_adapter\('anthropic'\)"):
+        Batches(object())  # type: ignore[arg-type]
 
 
 def _settings(stack: str) -> dict[str, str]:
@@ -365,3 +410,9 @@ async def test_an_item_that_cannot_be_read_is_that_items_error_only() -> None:
     )
     assert good.response is not None and good.response.text == "Hi"
     assert good.response.model == "anthropic:claude-sonnet-4-5"
+
+
+def test_a_status_with_warnings_is_still_hashable_and_equal_to_its_plain_form() -> None:
+    plain = metis.BatchStatus(id="b", provider="openai", state="pending", raw="validating")
+    warned = dataclasses.replace(plain, warnings={"a": []})
+    assert warned == plain and hash(warned) == hash(plain)

@@ -11,7 +11,7 @@ import pytest
 from metis import AdapterConfig, build_adapter
 from metis.adapter.count_tokens import count_tokens
 from metis.errors import AuthError, ErrorClass
-from metis.model import CanonicalRequest, Message
+from metis.model import CanonicalRequest, DocumentBlock, Message
 from metis.testing.emulator import Emulator
 
 from ..routing_helpers import MODELS, WEATHER, emulated
@@ -67,6 +67,25 @@ async def test_a_provider_without_an_endpoint_gets_the_estimate(emulator: Emulat
         request("openai").messages, [WEATHER], "Be brief.", model=MODELS["openai"]
     )
     assert emulator.stats.requests == 0
+
+
+@pytest.mark.anyio
+async def test_an_estimate_says_how_many_files_it_could_not_count(emulator: Emulator) -> None:
+    """A PDF's tokens only the provider can count: an estimate of a request holding one says
+    it left it out, rather than a small number that looks like the request's size."""
+    adapter = emulated(emulator)["openai"]
+    pdf = DocumentBlock.from_bytes(b"%PDF-1.4\n" * 500, "application/pdf")
+    text = DocumentBlock.from_text("Float was big.")
+    with_files = request("openai").model_copy(
+        update={"messages": [Message.user("Read these.", pdf, text, pdf)]}
+    )
+    counted = await adapter.count_tokens(with_files)
+    assert counted.source == "estimate"
+    assert counted.detail.endswith(
+        "; 2 files (a PDF, audio, video) not counted: only the provider can count them"
+    )
+    plain = await adapter.count_tokens(request("openai"))
+    assert "not counted" not in plain.detail  # no file left out: nothing said of files
 
 
 @pytest.mark.anyio

@@ -164,6 +164,7 @@ async def test_a_file_id_goes_only_to_the_provider_that_issued_it() -> None:
     (sent,) = await _run(_history(from_anthropic), READS_ALL, call)
     assert sent.messages[0].content == [TextBlock(text="read this")]
     assert call.warnings[0].block_type == "document"
+    assert "upload the file to openai's Files API, or give it inline" in call.warnings[0].reason
     # OpenAI's two APIs share one Files API; Azure's is another
     assert same_files("openai", "openai_responses") and same_files("openai_responses", "openai")
     assert not same_files("openai", "azure") and not same_files("anthropic", "bedrock_anthropic")

@@ -293,3 +293,18 @@ def test_replies_are_copied_so_a_script_can_reuse_one() -> None:
             for _ in "ab"
         ]
     assert usages[0] == usages[1] and same.usage.output_tokens == 0
+
+
+def test_a_misspelt_provider_or_a_malformed_search_result_is_said_not_read_as_nothing() -> None:
+    """``bodies("antropic")`` was an empty list, as if nothing had been sent; a search result
+    given as a bare URL failed only when a reply was rendered."""
+    from metis.testing.emulator import web_search
+
+    emulator = Emulator()
+    with pytest.raises(ValueError, match="unknown provider 'antropic'"):
+        emulator.bodies("antropic")
+    with pytest.raises(ValueError, match="unknown provider 'antropic'"):
+        emulator.call_ids("antropic")
+    assert emulator.bodies("claude") == [] and emulator.bodies() == []  # an alias, and all
+    with pytest.raises(ConfigError, match=r"result 0 is 'https://a.example'; expected \(url"):
+        web_search("q", ["https://a.example"])  # type: ignore[list-item]

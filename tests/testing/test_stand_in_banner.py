@@ -45,3 +45,15 @@ def test_gemini_names_the_variable_its_sdk_reads(
         "emulator at http://127.0.0.1:"
     )
     assert out.endswith(" for anthropic")
+
+
+def test_a_provider_it_does_not_stand_in_for_is_a_config_error_naming_those_it_does() -> None:
+    """Not a bare KeyError, and refused before an emulator is started for it."""
+    from metis.errors import ConfigError
+    from metis.testing.emulator.stand_in import StandIn
+
+    refused = r"stand_in\('bedrock'\): it stands in for anthropic"
+    with pytest.raises(ConfigError, match=refused), stand_in("anthropic", "bedrock"):
+        pass
+    with pytest.raises(ConfigError, match="did you mean 'gemini'"):
+        StandIn(None).is_real("gemni")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from metis.catalog.estimate import TokenProfile, estimate_request_tokens
 from metis.errors import CapabilityError, InputTooLongError
 from metis.model.capabilities import AdapterCapabilities
+from metis.model.citation_fit import report_document_citations
 from metis.model.content import Base64ImageSource, Role, ToolUseBlock
 from metis.model.history import History, history_of
 from metis.model.media_fit import Drop, fit_media
@@ -35,6 +36,7 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         caps = self._services.capabilities_for(call.wire_model)
         # A strict flag the model cannot take goes with a WARN, routed or not.
         request = fit_strict_tools(request, caps, call.warn_dropped)
+        report_document_citations(request, caps, call.warn_dropped)
         history = call.history(request.messages)
         if call.terms.capabilities_checked:  # a router decided what it can serve before choosing
             request, _ = fit_media(request, caps, call.provider, call.warn_dropped, history)

@@ -29,7 +29,7 @@ from metis.testing.emulator.handler import FAULT_HEADER, RecordedRequest, Stats
 from metis.testing.emulator.model import CallOut, Prompt, Reply
 from metis.testing.emulator.responder import Responder
 from metis.testing.emulator.script import FunctionModel, Script, ScriptError, text, thinking, tools
-from metis.testing.emulator.server_tools import code_execution, web_search
+from metis.testing.emulator.server_tools import code_execution, web_fetch, web_search
 from metis.testing.emulator.stand_in import MODELS, StandIn, stand_in
 from metis.testing.emulator.transport import EmulatorTransport
 
@@ -60,5 +60,6 @@ __all__ = [
     "text",
     "thinking",
     "tools",
+    "web_fetch",
     "web_search",
 ]

@@ -36,6 +36,11 @@ ENDPOINTS = (
     ("embeddings", "POST /v1/embeddings (OpenAI, Mistral, Voyage), /azure/openai/v1/embeddings,"),
     ("", "/v2/embed (Cohere), /v1beta/models/{m}:batchEmbedContents, Vertex :predict,"),
     ("", "Bedrock /model/{titan|cohere embed id}/invoke, /api/embed (Ollama)"),
+    ("files", "POST /v1/files (OpenAI's; Anthropic's with an anthropic-version header),"),
+    ("", "GET /v1/files/{id}/content; POST /upload/v1beta/files (Gemini, resumable)"),
+    ("batches", "/v1/messages/batches (Anthropic), /v1/batches (OpenAI, Azure under"),
+    ("", "/azure/openai/v1), /v1beta/models/{m}:batchGenerateContent and /v1beta/batches"),
+    ("caches", "/v1beta/cachedContents (Gemini: POST, GET, PATCH, DELETE)"),
 )
 
 

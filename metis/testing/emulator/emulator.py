@@ -139,9 +139,7 @@ class Emulator:
     def base_url(self, provider: str) -> str:
         """The base URL to configure a client for ``provider`` with (the root: every path the
         real API has is served under it; Azure's under its mount, ``/azure``)."""
-        if provider not in ALIASES:
-            raise ValueError(f"unknown provider {provider!r}; known: {', '.join(ALIASES)}")
-        return self.url + MOUNTS.get(ALIASES[provider], "")
+        return self.url + MOUNTS.get(_served_as(provider), "")
 
     def transport(self) -> EmulatorTransport:
         """An httpx transport (sync and async) that answers through this emulator in process,
@@ -180,9 +178,17 @@ class Emulator:
         return self.handler.records
 
     def bodies(self, provider: str | None = None) -> list[Any]:
-        """The JSON bodies of the recorded requests (to ``provider``, or all), in order."""
-        wanted = ALIASES.get(provider, provider) if provider is not None else None
-        return [r.json() for r in self.requests if wanted is None or r.provider == wanted]
+        """The JSON bodies of the recorded requests (to ``provider``, or all), in order; a
+        body that is not JSON (a file upload's form or bytes) is left out."""
+        wanted = _served_as(provider) if provider is not None else None
+        found = []
+        for record in self.requests:
+            if wanted is None or record.provider == wanted:
+                try:
+                    found.append(record.json())
+                except ValueError:  # json's errors, and bytes that are not UTF-8
+                    continue
+        return found
 
     @property
     def stored(self) -> dict[str, list[dict[str, Any]]]:
@@ -193,7 +199,7 @@ class Emulator:
 
     def call_ids(self, provider: str | None = None) -> list[str]:
         """The tool call ids the replies gave out (to ``provider``, or all), in order."""
-        wanted = ALIASES.get(provider, provider) if provider is not None else None
+        wanted = _served_as(provider) if provider is not None else None
         return [
             i for r in self.requests if wanted is None or r.provider == wanted for i in r.call_ids
         ]
@@ -201,3 +207,11 @@ class Emulator:
     def reset(self) -> None:
         """Forgets counters, records, queued faults, stored responses and the prompt cache."""
         self.handler.reset()
+
+
+def _served_as(provider: str) -> str:
+    """The name the emulator records ``provider``'s requests under; a ValueError naming the
+    known ones for a name it does not know (a misspelling would read as no requests)."""
+    if provider not in ALIASES:
+        raise ValueError(f"unknown provider {provider!r}; known: {', '.join(ALIASES)}")
+    return ALIASES[provider]

@@ -152,7 +152,8 @@ class Reply:
     server: list[Any] = field(default_factory=list)
     """Server tools the reply ran, before its text (:mod:`.server_tools`)."""
     cite: bool = False
-    """The text cites every web search result."""
+    """The text cites every web search result, and each document of the request that asks
+    for citations (Anthropic, Bedrock)."""
 
 
 Model = Callable[[Prompt], Reply]

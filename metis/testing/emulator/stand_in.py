@@ -18,6 +18,8 @@ from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from metis.adapter.adapter import Adapter, build_adapter
+from metis.core.suggest import closest
+from metis.errors import ConfigError
 from metis.pipeline.config import AdapterConfig
 from metis.stacks.loader import load_stack
 from metis.testing.emulator.emulator import Emulator
@@ -49,7 +51,7 @@ class StandIn:
 
     def is_real(self, provider: str) -> bool:
         """Whether ``provider`` is its real API (its variable is set)."""
-        return bool(os.environ.get(REAL_WHEN_SET[provider]))
+        return bool(os.environ.get(REAL_WHEN_SET[_taken(provider)]))
 
     def config(self, provider: str, **fields: Any) -> AdapterConfig:
         """An AdapterConfig for ``provider``: the real one, or pointed at the emulator."""
@@ -73,11 +75,24 @@ class StandIn:
 def stand_in(*providers: str) -> Iterator[StandIn]:
     """The emulator stands in for each of ``providers`` whose key is not set (started only if
     one needs it, stopped on exit); prints what each provider uses."""
-    needed = any(not os.environ.get(REAL_WHEN_SET[p]) for p in providers)
+    needed = any(not os.environ.get(REAL_WHEN_SET[_taken(p)]) for p in providers)
     with Emulator(port=0) if needed else nullcontext() as emulator:
         chosen = StandIn(emulator)
         print("backends: " + backends(chosen, providers))
         yield chosen
+
+
+def _taken(provider: str) -> str:
+    """``provider``, when it is one this helper stands in for; else a ConfigError naming them
+    (any other provider reaches an :class:`Emulator` by its ``base_url(provider)``)."""
+    if provider in REAL_WHEN_SET:
+        return provider
+    near = closest(provider, list(REAL_WHEN_SET))
+    meant = f"did you mean {near[0]!r}? " if near else ""
+    raise ConfigError(
+        f"stand_in({provider!r}): {meant}it stands in for {', '.join(REAL_WHEN_SET)}; give "
+        f"another provider's adapter an Emulator's base_url({provider!r}) (docs/emulator.md)"
+    )
 
 
 def backends(chosen: StandIn, providers: tuple[str, ...]) -> str:

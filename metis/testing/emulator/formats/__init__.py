@@ -12,8 +12,10 @@ from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.cloud import CLOUD
 from metis.testing.emulator.formats.embeddings import AzureEmbeddings, Cohere, OpenAIEmbeddings
 from metis.testing.emulator.formats.embeddings_cloud import EMBEDDINGS
+from metis.testing.emulator.formats.files_upload import AnthropicFiles
 from metis.testing.emulator.formats.gemini import Gemini
 from metis.testing.emulator.formats.gemini_caches import GeminiCaches
+from metis.testing.emulator.formats.gemini_files import GeminiFiles
 from metis.testing.emulator.formats.ollama import Ollama
 from metis.testing.emulator.formats.responses import Responses
 from metis.testing.emulator.rules import names
@@ -26,10 +28,12 @@ def all_formats() -> list[Format]:
         Cohere(),
         *(embeddings() for embeddings in EMBEDDINGS),
         AnthropicBatches(),
+        AnthropicFiles(),
         OpenAIBatches(),
         AzureBatches(),
         GeminiBatches(),
         GeminiCaches(),
+        GeminiFiles(),
         Anthropic(),
         Responses(),
         Gemini(),

@@ -35,6 +35,7 @@ from metis.testing.emulator.formats.compaction import (
     read_breakpoints,
     read_tokens,
 )
+from metis.testing.emulator.formats.document_citations import anthropic_document_citations
 from metis.testing.emulator.formats.knobs_rules import thinking_shown
 from metis.testing.emulator.model import Prompt, Reply
 from metis.testing.emulator.rules import Refused
@@ -222,7 +223,8 @@ class Anthropic(Format):
             blocks = anthropic_blocks(server, "srvtoolu_01" + ids.token(22, "b58"))
             content += [canonical(b) for b in blocks]
         if reply.text:
-            cited = [citation(c) for c in anthropic_citations(reply)]
+            documents = anthropic_document_citations(call.body) if reply.cite else []
+            cited = [citation(c) for c in [*anthropic_citations(reply), *documents]]
             content.append(TextBlock(text=reply.text, citations=cited or None))
         for out in reply.calls:
             tool_id = call.call_id(ids, "toolu_01", 22, "b58")
@@ -264,7 +266,8 @@ def message_events(message: dict[str, Any], content: list[ContentBlock]) -> list
         cache_creation_input_tokens=usage["cache_creation_input_tokens"],
         output_tokens=usage["output_tokens"],
         server_tools=ServerToolRequests(
-            web_search=usage.get("server_tool_use", {}).get("web_search_requests", 0)
+            web_search=(ran := usage.get("server_tool_use", {})).get("web_search_requests", 0),
+            web_fetch=ran.get("web_fetch_requests", 0),
         ),
     )
     tier = service_tier(usage.get("service_tier"))

@@ -108,7 +108,8 @@ def store(call: Call, batch: Batch) -> Batch:
     return batch
 
 
-def _origin(request: HttpRequest) -> str:
+def origin(request: HttpRequest) -> str:
+    """The scheme and host the request reached: where a URL the emulator gives out points."""
     host = request.header("host") or "localhost"
     local = host.startswith(("127.", "localhost", "[::1]"))
     return ("http://" if local else "https://") + host
@@ -173,7 +174,7 @@ class AnthropicBatches(Anthropic):
             "ended_at": "2026-11-26T09:05:00Z" if done else None,
             "archived_at": None,
             "cancel_initiated_at": None,
-            "results_url": f"{_origin(request)}/v1/messages/batches/{batch.id}/results"
+            "results_url": f"{origin(request)}/v1/messages/batches/{batch.id}/results"
             if done
             else None,
         }

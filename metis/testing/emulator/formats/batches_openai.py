@@ -6,7 +6,6 @@ Responses; and Azure OpenAI's, the same under ``/openai/v1`` over ``/chat/comple
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -14,10 +13,10 @@ from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.batches import Batch, polled, run_items, store
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.cloud import AZURE_MOUNT, AzureChat, OnAzure
+from metis.testing.emulator.formats.files_upload import form_parts
 from metis.testing.emulator.formats.responses import Responses
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.wire import (
-    HttpRequest,
     JsonReply,
     now_unix,
     parse_json_object,
@@ -40,19 +39,6 @@ def _item(line: bytes) -> dict[str, Any]:
         return parse_json_object(line)
     except ValueError as exc:
         raise Refused(str(exc), "input_file_id") from None
-
-
-def _multipart_file(request: HttpRequest) -> bytes:
-    kind = request.header("content-type") or ""
-    found = re.search(r"boundary=([^;]+)", kind)
-    if found is None:
-        raise Refused("expected a multipart/form-data upload", "file")
-    boundary = b"--" + found.group(1).strip('"').encode()
-    for part in request.body.split(boundary):
-        head, _, content = part.partition(b"\r\n\r\n")
-        if b'name="file"' in head:
-            return content.removesuffix(b"\r\n")
-    raise Refused("'file' is a required property", "file")
 
 
 class OpenAIBatches(Chat):
@@ -86,12 +72,16 @@ class OpenAIBatches(Chat):
     def serve(self, call: Call) -> JsonReply | None:
         ids, headers = request_ids(call.request), self.headers(call.request)
         if call.endpoint == "upload":
-            content = _multipart_file(call.request)
+            parts = form_parts(call.request)
+            if "purpose" not in parts:
+                raise Refused("'purpose' is a required property", "purpose")
+            upload, purpose = parts["file"], parts["purpose"].content.decode()
             file_id = "file-" + ids.token(22)
             with call.env.lock:
-                call.env.batches[file_id] = content
-            body = {"id": file_id, "object": "file", "bytes": len(content)}
-            body.update(filename="batch.jsonl", purpose="batch", created_at=now_unix())
+                call.env.batches[file_id] = upload.content
+            body = {"id": file_id, "object": "file", "bytes": len(upload.content)}
+            body.update(filename=upload.filename or "upload", purpose=purpose)
+            body.update(created_at=now_unix())
             return JsonReply(200, body, headers)
         if call.endpoint == "content":
             stored = _file(call, call.match["id"], "id")

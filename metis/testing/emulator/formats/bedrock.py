@@ -38,6 +38,7 @@ from metis.testing.emulator.formats.converse import (
     reasoning_shown,
     stream_events,
 )
+from metis.testing.emulator.formats.document_citations import converse_document_citations
 from metis.testing.emulator.model import Prompt, Reply
 from metis.testing.emulator.rules import Refused, check, table
 from metis.testing.emulator.wire import Frame, HttpRequest, Ids, JsonReply
@@ -208,7 +209,9 @@ class Bedrock(Format):
                 return message
             headers = {**self.headers(call.request), **invoke_headers(message)}
             return JsonReply(200, message, headers)
-        message = converse_message(reply, ids, call.issued, reasoning_shown(call.model, call.body))
+        documents = converse_document_citations(call.body) if reply.cite else []
+        shown = reasoning_shown(call.model, call.body)
+        message = converse_message(reply, ids, call.issued, shown, documents)
         asked = call.body.get("additionalModelResponseFieldPaths") or ()
         if reply.stop_sequence is not None and "/stop_sequence" in asked:
             message["additionalModelResponseFields"] = {"stop_sequence": reply.stop_sequence}

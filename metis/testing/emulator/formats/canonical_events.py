@@ -37,16 +37,17 @@ from metis.testing.emulator.wire import dumps, split_json, split_text
 
 def response_of(reply: Reply, content: list[ContentBlock], model: str) -> CanonicalResponse:
     """``reply`` with ``content`` (its blocks, as the API has them), its stop and its usage
-    (its web searches counted among the server tools' requests)."""
+    (its web searches and fetches counted among the server tools' requests)."""
     usage = reply.usage
-    searches = sum(1 for out in reply.server if getattr(out, "name", None) == "web_search")
+    names = [getattr(out, "name", None) for out in reply.server]
+    searches, fetches = names.count("web_search"), names.count("web_fetch")
     tokens = TokenUsage(
         input_tokens=usage.uncached_input,
         cached_input_tokens=usage.cache_read,
         cache_creation_input_tokens=usage.cache_write,
         output_tokens=usage.output_tokens,
         reasoning_tokens=usage.thinking_tokens,
-        server_tools=ServerToolRequests(web_search=searches),
+        server_tools=ServerToolRequests(web_search=searches, web_fetch=fetches),
     )
     stop = StopReason(
         kind=StopKind(reply.stop),

@@ -11,6 +11,7 @@ client's rule too (``turns``: metis/wire/bedrock_converse/rules.py).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from metis.testing.emulator.formats import files_rules, server_rules, strict_tools
@@ -143,9 +144,14 @@ def reasoning_shown(model: str, body: dict[str, Any]) -> bool:
 
 
 def converse_message(
-    reply: Reply, ids: Ids, issued: list[str], shown: bool = True
+    reply: Reply,
+    ids: Ids,
+    issued: list[str],
+    shown: bool = True,
+    documents: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The reply's message (``shown``: its reasoning's text, else its signature alone)."""
+    """The reply's message (``shown``: its reasoning's text, else its signature alone;
+    ``documents``: the citations of the request's documents its text carries)."""
     content: list[dict[str, Any]] = []
     if reply.thinking:
         text = reply.thinking if shown else ""
@@ -153,7 +159,7 @@ def converse_message(
         content.append({"reasoningContent": {"reasoningText": {"text": text, "signature": sig}}})
     content += code_blocks(reply, ids, issued)
     if reply.text:
-        content += [{"text": reply.text}, *citations_block(reply)]
+        content += [{"text": reply.text}, *citations_block(reply, documents)]
     for out in reply.calls:
         issued.append(tool_id := "tooluse_" + ids.token(22, "alnum"))
         content.append({"toolUse": {"toolUseId": tool_id, "name": out.name, "input": out.args}})

@@ -28,7 +28,7 @@ from metis.testing.emulator.formats.gemini_reply import (
     usage_metadata,
 )
 from metis.testing.emulator.formats.gemini_rules import RULES, normalized
-from metis.testing.emulator.formats.server_gemini import grounding
+from metis.testing.emulator.formats.server_gemini import grounding, url_context
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 from metis.testing.emulator.rules import Refused, check
 from metis.testing.emulator.wire import (
@@ -276,6 +276,8 @@ class Gemini(Format):
         }
         if (metadata := grounding(reply, ids)) is not None:
             candidate["groundingMetadata"] = metadata
+        if (fetched := url_context(reply)) is not None:
+            candidate["urlContextMetadata"] = fetched
         body = answer(call.model, response_id, candidate, usage_metadata(reply, visible))
         if call.stream:
             return body
@@ -290,8 +292,9 @@ class Gemini(Format):
         chunks = stream_chunks(
             call.model, call.options["response_id"], reply, candidate["content"]["parts"]
         )
-        if "groundingMetadata" in candidate:  # on the last chunk
-            chunks[-1]["candidates"][0]["groundingMetadata"] = candidate["groundingMetadata"]
+        for key in ("groundingMetadata", "urlContextMetadata"):  # on the last chunk
+            if key in candidate:
+                chunks[-1]["candidates"][0][key] = candidate[key]
         payloads = [dumps(self.shaped(call, chunk), SEPARATORS) for chunk in chunks]
         if call.options["sse"]:
             return [Frame(b"data: ", payload, b"\r\n\r\n") for payload in payloads]

@@ -17,6 +17,7 @@ https://docs.aws.amazon.com/nova/latest/nova2-userguide/web-grounding.html.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -48,12 +49,13 @@ def code_blocks(reply: Reply, ids: Ids, issued: list[str]) -> list[dict[str, Any
     return blocks
 
 
-def citations_block(reply: Reply) -> list[dict[str, Any]]:
-    """The ``citationsContent`` block that follows grounded text (none when nothing is cited)."""
+def citations_block(reply: Reply, documents: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The ``citationsContent`` block that follows grounded text (none when nothing is cited):
+    the web sources, then ``documents``' citations."""
     found = [
         {"location": {"web": {"url": url, "domain": urlsplit(url).hostname or url}}}
         for url, _ in cited(reply)
-    ]
+    ] + list(documents)
     return [{"citationsContent": {"citations": found}}] if found else []
 
 

@@ -24,6 +24,7 @@ from metis.testing.emulator.wire import Ids
 
 REDIRECT = "https://vertexaisearch.cloud.google.com/grounding-api-redirect/"
 SERVER_PARTS = ("executableCode", "codeExecutionResult")
+URL_READ = "URL_RETRIEVAL_STATUS_SUCCESS"
 
 
 def code_parts(reply: Reply) -> list[dict[str, Any]]:
@@ -60,6 +61,16 @@ def grounding(reply: Reply, ids: Ids) -> dict[str, Any] | None:
         support = {"segment": segment, "groundingChunkIndices": list(range(len(chunks)))}
         metadata["groundingSupports"] = [support]
     return metadata
+
+
+def url_context(reply: Reply) -> dict[str, Any] | None:
+    """The candidate's ``urlContextMetadata`` for the reply's fetches, or None."""
+    fetched = [
+        {"retrievedUrl": out.input.get("url", ""), "urlRetrievalStatus": URL_READ}
+        for out in reply.server
+        if out.name == "web_fetch"
+    ]
+    return {"urlMetadata": fetched} if fetched else None
 
 
 def _domain(url: str) -> str:
