@@ -78,8 +78,20 @@ class BlockWriter:
         self.input_written = False  # whether the open tool block's arguments were streamed
         self.ended = False  # the stream's end (its last event, or its error event) is written
         self.stopping: StopReason | None = None  # why it ended, as its last block closes
+        self.text_at: int | None = None  # the open text block's index, when it has a template
+        self.text_around = (b"", b"")  # its deltas' bytes before and after the quoted text
 
     def feed(self, item: StreamEvent) -> bytes:
+        """``item`` in the API's bytes. More text for the open text block (most of a stream's
+        events) is written from the block's template (:meth:`text_template`), without the
+        dispatch below; the bytes are the same."""
+        if item.__class__ is TextDelta and item.content_block_index == self.text_at and item.text:
+            head, tail = self.text_around
+            return b"".join((head, quoted(item.text), tail))
+        return self.written(item)
+
+    def written(self, item: StreamEvent) -> bytes:
+        """``item`` in the API's bytes, by its kind (subclasses add what comes first)."""
         if isinstance(item, TextDelta):
             return self._ensure("text", item.content_block_index, item) + self.text(item)
         if isinstance(item, ThinkingDelta):
@@ -115,11 +127,15 @@ class BlockWriter:
         self.open_kind, self.open_index, self.input_written = kind, index, False
         written = self.open_block(kind, item)
         self.blocks += 1
+        around = self.text_template() if kind == "text" else None
+        if around is not None:
+            self.text_at, self.text_around = index, around
         return written
 
     def _close(self, end: ToolUseEnd | None = None) -> bytes:
         if self.open_kind is None:
             return b""
+        self.text_at = None
         kind, self.open_kind, self.open_index = self.open_kind, None, None
         whole = b""
         if end is not None and not self.input_written and end.final_input:
@@ -151,6 +167,11 @@ class BlockWriter:
 
     def text(self, item: TextDelta) -> bytes:
         raise NotImplementedError
+
+    def text_template(self) -> tuple[bytes, bytes] | None:
+        """The open text block's deltas as ``head + quoted(text) + tail``: what :meth:`text`
+        writes for any non-empty text while the block stays open (None: no such template)."""
+        return None
 
     def thinking(self, item: ThinkingDelta) -> bytes:
         raise NotImplementedError
