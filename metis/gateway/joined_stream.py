@@ -65,6 +65,8 @@ class Joined:
         self._chunks, self._write, self._first = chunks, write, first
 
     def __await__(self) -> Step:
+        # (the write and the wait driven here, not through generators of their own: one
+        # event a wakeup is the usual paced stream, and each frame is paid at every event)
         chunks, write = self._chunks, self._write
         ready: list[bytes] = [] if self._first is None else [self._first]
         while True:
@@ -83,18 +85,38 @@ class Joined:
                     return
                 raise
             if ready:  # it waits: what is ready goes out first, then the wait goes on
+                body = ready[0] if len(ready) == 1 else b"".join(ready)
+                ready.clear()
                 try:
-                    yield from _written(write, ready)
+                    yield from write(body).__await__()
                 except GeneratorExit:
                     step.close()
                     raise
                 except BaseException:
                     yield from _stopped(step, waits_on)
                     raise
-            try:
-                ready.append((yield from _resumed(step, waits_on)))
-            except StopAsyncIteration:
-                return
+            while True:  # the wait, driven as ``yield from`` drives an awaitable
+                try:
+                    answer = yield waits_on
+                except GeneratorExit:
+                    step.close()
+                    raise
+                except BaseException as exc:  # the loop's cancellation, handed in
+                    try:
+                        waits_on = step.throw(exc)
+                    except StopIteration as done:
+                        ready.append(done.value)
+                        break
+                    except StopAsyncIteration:
+                        return
+                    continue
+                try:
+                    waits_on = step.send(answer)
+                except StopIteration as done:
+                    ready.append(done.value)
+                    break
+                except StopAsyncIteration:
+                    return
 
 
 def _written(write: Callable[[bytes], Awaitable[None]], ready: list[bytes]) -> Step:

@@ -266,13 +266,14 @@ class Gateway:
         told in ``spent``."""
         used: tuple[str | None, TokenUsage | None] = (None, None)
         end: MessageComplete | None = None  # written once the stream is over, not before
+        following = events.__anext__  # (not anext(events, None): a wrapper an event)
         try:
             item = first
             while item is not None:
                 if end is not None:  # an event after the end (a stage's): the end goes first
                     yield await self._end(api, prepared, writer, end, response_id)
                     end = None
-                if isinstance(item, MessageComplete):
+                if item.__class__ is MessageComplete:
                     charged = streamed_model(prepared.request.model, item)
                     used = (charged, item.usage)
                     self.metrics.usage(charged, item.usage)
@@ -281,7 +282,10 @@ class Gateway:
                     end = item
                 else:
                     yield writer.feed(item)
-                item = await anext(events, None)
+                try:
+                    item = await following()
+                except StopAsyncIteration:
+                    break
             if end is not None:
                 yield await self._end(api, prepared, writer, end, response_id)
         except AdapterError as exc:
