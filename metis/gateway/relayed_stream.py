@@ -27,6 +27,7 @@ import anyio.abc
 import sniffio
 
 from metis.errors import AdapterError
+from metis.gateway.begun import finished
 from metis.gateway.endings import answerable, last_word
 from metis.gateway.metrics import Metrics
 from metis.gateway.service import StreamResult
@@ -94,8 +95,9 @@ class RelayedStream:
                 return
             finally:
                 watch.cancel()
-                with anyio.CancelScope(shield=True):
-                    await chunks.aclose()  # type: ignore[attr-defined]
+                if not finished(chunks):  # its ending runs whole, whatever cancels the stream
+                    with anyio.CancelScope(shield=True):
+                        await chunks.aclose()  # type: ignore[attr-defined]
         if cancel.cancelled_caught and not gone:  # the head too, if it came before any chunk
             ended = result.limit.exceeded()
             await self._end(ended, send, bool(sent) and sent[-1], None if sent else self._start())

@@ -27,7 +27,7 @@ from metis.gateway import (
 )
 from metis.gateway.access import ACCESS
 from metis.gateway.ahead import Ahead
-from metis.gateway.begun import begun
+from metis.gateway.begun import begun, finished
 from metis.gateway.call_signatures import (
     CallSignatures,
     SignatureStore,
@@ -340,8 +340,9 @@ async def next_by(events: AsyncIterator[T], deadline: float, limit: TimeLimit) -
 
 
 async def aclose_shielded(events: AsyncIterator[Any]) -> None:
+    """``events`` closed, shielded from a cancellation, unless it has ended already."""
     closer = getattr(events, "aclose", None)
-    if closer is not None:
+    if closer is not None and not finished(events):
         with anyio.CancelScope(shield=True):
             await closer()
 
