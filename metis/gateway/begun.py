@@ -54,3 +54,11 @@ def finished(chunks: AsyncIterator[Any]) -> bool:
     scope is made for it: one less at every stream's end)."""
     body = chunks._body if isinstance(chunks, Begun) else chunks
     return getattr(body, "ag_frame", True) is None
+
+
+def next_of(chunks: AsyncIterator[bytes]) -> Callable[[], Awaitable[bytes]]:
+    """What gives ``chunks``' next chunk: once a :class:`Begun` has given its head, its body's
+    own ``__anext__`` (no frame of the Begun's at every chunk)."""
+    if isinstance(chunks, Begun) and chunks._next != chunks._first:
+        return chunks._next
+    return chunks.__anext__

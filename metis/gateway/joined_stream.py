@@ -21,6 +21,7 @@ from typing import Any
 
 import sniffio
 
+from metis.gateway.begun import next_of
 from metis.gateway.endings import DeadlineStream
 from metis.gateway.relayed_stream import RelayedStream
 
@@ -42,12 +43,13 @@ class JoinedStream(RelayedStream):
             )
             await plain(scope, receive, send)
             return
-        await super().__call__(scope, receive, send)
+        # (served here, not through RelayedStream.__call__: one frame less at every event)
+        await self._serve(scope, receive, send, asyncio.get_running_loop().create_task)
 
-    async def _relay(
+    def _relay(
         self, first: bytes, chunks: AsyncIterator[bytes], write: Callable[[bytes], Awaitable[None]]
-    ) -> None:
-        await Joined(chunks, write, first)
+    ) -> Awaitable[None]:
+        return Joined(chunks, write, first)  # awaited by the stream itself: no frame between
 
 
 class Joined:
@@ -67,10 +69,10 @@ class Joined:
     def __await__(self) -> Step:
         # (the write and the wait driven here, not through generators of their own: one
         # event a wakeup is the usual paced stream, and each frame is paid at every event)
-        chunks, write = self._chunks, self._write
+        following, write = next_of(self._chunks), self._write
         ready: list[bytes] = [] if self._first is None else [self._first]
         while True:
-            step: Step = chunks.__anext__().__await__()
+            step: Step = following().__await__()
             try:
                 waits_on = step.send(None)
             except StopIteration as done:  # came without waiting

@@ -107,14 +107,11 @@ class RelayedStream:
         head = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
         return {"type": "http.response.start", "status": 200, "headers": head}
 
-    async def _relay(
+    def _relay(
         self, first: bytes, chunks: AsyncIterator[bytes], write: Callable[[bytes], Awaitable[None]]
-    ) -> None:
-        """Every chunk written, ``first`` first, each as it is read."""
-        chunk: bytes | None = first
-        while chunk is not None:
-            await write(chunk)
-            chunk = await anext(chunks, None)
+    ) -> Awaitable[None]:
+        """Awaited: every chunk written, ``first`` first, each as it is read."""
+        return _relayed(first, chunks, write)
 
     async def _end(self, error: AdapterError, send: Any, sent_all: bool, head: Any = None) -> None:
         """The stream ended by ``error``: its error event (after ``head``, when the head has
@@ -126,6 +123,15 @@ class RelayedStream:
             self.metrics.error(self.api, error)
         body = {"type": "http.response.body", "body": self.result.failed(error), "more_body": False}
         await last_word(send, *((head, body) if head is not None else (body,)))
+
+
+async def _relayed(
+    first: bytes, chunks: AsyncIterator[bytes], write: Callable[[bytes], Awaitable[None]]
+) -> None:
+    chunk: bytes | None = first
+    while chunk is not None:
+        await write(chunk)
+        chunk = await anext(chunks, None)
 
 
 class _Writes:

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator
 from types import SimpleNamespace
 from typing import Any
 
 from metis.gateway.anthropic_write import MessageStream
+from metis.gateway.begun import begun, next_of
 from metis.gateway.joined_stream import Joined
 from metis.gateway.metrics import Metrics
 from metis.gateway.service import Gateway
 from metis.model.events import StreamEvent, TextDelta
+from tests.gateway.test_gateway_joined_stream import SCOPE, _never, _stream
 
 
 class Wait:
@@ -78,3 +80,50 @@ def test_the_streams_bytes_ask_the_calls_events_with_no_wrapper_round_the_ask() 
         assert [chunk async for chunk in chunks] == []
 
     asyncio.run(served())
+
+
+def _awaited(awaitable: Any) -> list[str]:
+    """The names of the frames ``awaitable`` waits through, outermost first."""
+    names = []
+    while awaitable is not None:
+        code = getattr(awaitable, "cr_code", None) or getattr(awaitable, "gi_code", None)
+        names.append(code.co_qualname if code is not None else type(awaitable).__name__)
+        awaitable = (
+            getattr(awaitable, "cr_await", None)
+            or getattr(awaitable, "gi_yieldfrom", None)
+            or getattr(awaitable, "ag_await", None)
+        )
+    return names
+
+
+def test_a_joined_stream_waits_through_no_frame_it_does_not_need() -> None:
+    async def served() -> list[str]:
+        arrived = asyncio.get_running_loop().create_future()
+
+        async def body() -> AsyncGenerator[bytes, None]:
+            yield b"a"
+            await arrived
+            yield b"b"
+
+        other = body()
+        taken = await begun(other)
+        assert next_of(taken) == taken.__anext__  # its head not yet given
+        assert await anext(taken) == b"a"
+        assert next_of(taken) == other.__anext__  # then its body's own: no Begun frame
+        await taken.aclose()  # type: ignore[union-attr]
+        stream, _ = _stream(await begun(body()))
+        serving = stream(SCOPE, _never, _kept)
+        task = asyncio.ensure_future(serving)
+        for _ in range(10):  # (loop turns until the stream waits for its next chunk)
+            await asyncio.sleep(0)
+        waits = _awaited(serving)
+        arrived.set_result(None)
+        await task
+        return waits
+
+    waits = asyncio.run(served())
+    assert waits[:3] == ["JoinedStream.__call__", "RelayedStream._serve", "Joined.__await__"]
+
+
+async def _kept(message: dict[str, Any]) -> None:
+    pass
