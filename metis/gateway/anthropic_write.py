@@ -356,6 +356,9 @@ class MessageStream(BlockWriter):
     def text_template(self) -> tuple[bytes, bytes]:
         return DELTA_HEAD % (self.blocks - 1) + TEXT_DELTA, b"}}\n\n"
 
+    def input_template(self) -> tuple[bytes, bytes]:
+        return DELTA_HEAD % (self.blocks - 1) + INPUT_DELTA, b"}}\n\n"
+
     def thinking(self, item: ThinkingDelta) -> bytes:
         out = self._string_delta(THINKING_DELTA, item.thinking) if item.thinking else b""
         if item.signature:

@@ -219,6 +219,12 @@ class ChunkStream(BlockWriter):
     def text_template(self) -> tuple[bytes, bytes]:
         return self.head + b'{"content":', b"}" + self.tail
 
+    def input_template(self) -> tuple[bytes, bytes] | None:
+        if self.legacy:
+            return None
+        head = b'{"tool_calls":[{"index":%d,"function":{"arguments":' % (self.calls - 1)
+        return self.head + head, b"}}]}" + self.tail
+
     def citation(self, item: CitationDelta) -> bytes:
         self.cited += chat_annotations([TextBlock(text="", citations=[item.citation])], "content")
         return b""

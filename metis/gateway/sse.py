@@ -80,14 +80,21 @@ class BlockWriter:
         self.stopping: StopReason | None = None  # why it ended, as its last block closes
         self.text_at: int | None = None  # the open text block's index, when it has a template
         self.text_around = (b"", b"")  # its deltas' bytes before and after the quoted text
+        self.input_around: tuple[bytes, bytes] | None = None  # the open tool block's, likewise
 
     def feed(self, item: StreamEvent) -> bytes:
-        """``item`` in the API's bytes. More text for the open text block (most of a stream's
-        events) is written from the block's template (:meth:`text_template`), without the
-        dispatch below; the bytes are the same."""
-        if item.__class__ is TextDelta and item.content_block_index == self.text_at and item.text:
-            head, tail = self.text_around
-            return b"".join((head, quoted(item.text), tail))
+        """``item`` in the API's bytes. More text for the open text block, and more input for
+        the open tool block (most of a stream's events), is written from the block's template
+        (:meth:`text_template`, :meth:`input_template`), without the dispatch below; the
+        bytes are the same."""
+        if item.__class__ is TextDelta:
+            if item.content_block_index == self.text_at and item.text:
+                head, tail = self.text_around
+                return b"".join((head, quoted(item.text), tail))
+        elif item.__class__ is ToolUseInputDelta and self.input_around and item.partial_json:
+            self.input_written = True
+            head, tail = self.input_around
+            return b"".join((head, quoted(item.partial_json), tail))
         return self.written(item)
 
     def written(self, item: StreamEvent) -> bytes:
@@ -127,15 +134,16 @@ class BlockWriter:
         self.open_kind, self.open_index, self.input_written = kind, index, False
         written = self.open_block(kind, item)
         self.blocks += 1
-        around = self.text_template() if kind == "text" else None
-        if around is not None:
+        if kind == "text" and (around := self.text_template()) is not None:
             self.text_at, self.text_around = index, around
+        elif kind == "tool":
+            self.input_around = self.input_template()
         return written
 
     def _close(self, end: ToolUseEnd | None = None) -> bytes:
         if self.open_kind is None:
             return b""
-        self.text_at = None
+        self.text_at = self.input_around = None
         kind, self.open_kind, self.open_index = self.open_kind, None, None
         whole = b""
         if end is not None and not self.input_written and end.final_input:
@@ -171,6 +179,11 @@ class BlockWriter:
     def text_template(self) -> tuple[bytes, bytes] | None:
         """The open text block's deltas as ``head + quoted(text) + tail``: what :meth:`text`
         writes for any non-empty text while the block stays open (None: no such template)."""
+        return None
+
+    def input_template(self) -> tuple[bytes, bytes] | None:
+        """The open tool block's input deltas as ``head + quoted(partial_json) + tail``: what
+        :meth:`tool_input` writes for any non-empty input while it stays open (None: none)."""
         return None
 
     def thinking(self, item: ThinkingDelta) -> bytes:

@@ -1,7 +1,8 @@
-"""A translated stream's text deltas are written from the open text block's template (most of
-a stream's events, without the writer's dispatch): byte for byte what the writer's general
-path makes for the same events, in the Messages and the Chat writers, across blocks opened
-and closed by thinking, tool calls, citations and the end."""
+"""A translated stream's text and tool input deltas are written from the open block's template
+(most of a stream's events, without the writer's dispatch): byte for byte what the writer's
+general path makes for the same events, in the Messages and the Chat writers (and Chat's
+deprecated function calling, which has no input template), across blocks opened and closed by
+thinking, tool calls, citations and the end."""
 
 from __future__ import annotations
 
@@ -47,6 +48,13 @@ EVENTS: list[StreamEvent] = [
     TextDelta(5, "a block further on"),
     ThinkingDelta(6, "again"),
     TextDelta(5, "an earlier block's index"),
+    ToolUseStart(7, "call_2", "lookup"),
+    ToolUseInputDelta(7, "call_2", '{"a":'),
+    ToolUseInputDelta(7, "call_2", ""),
+    ToolUseInputDelta(7, "call_2", '"é \\" 🙂 \ud800"}'),
+    ToolUseEnd(7, "call_2", "lookup", {"a": "é"}),
+    ToolUseStart(8, "call_3", "lookup"),
+    ToolUseEnd(8, "call_3", "lookup", {"whole": True}),
     END,
 ]
 
@@ -54,23 +62,27 @@ EVENTS: list[StreamEvent] = [
 def writers(api: str) -> tuple[BlockWriter, BlockWriter]:
     if api == "anthropic":
         return MessageStream("claude", None, "msg_1"), MessageStream("claude", None, "msg_1")
-    chat = ("gpt", True, False, "c1")
+    chat = ("gpt", True, api == "chat-legacy", "c1")
     return ChunkStream(*chat), ChunkStream(*chat)
 
 
-@pytest.mark.parametrize("api", ["anthropic", "chat"])
-def test_text_from_the_template_is_what_the_general_path_writes(
+@pytest.mark.parametrize("api", ["anthropic", "chat", "chat-legacy"])
+def test_deltas_from_the_template_are_what_the_general_path_writes(
     api: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(chat_write, "now", lambda: 1700000000)  # one `created` for both
     templated, general = writers(api)
-    took_template = 0
+    texts = inputs = 0
     for event in EVENTS:
         if event.__class__ is TextDelta and event.content_block_index == templated.text_at:
-            took_template += 1
+            texts += 1
+        inputs += event.__class__ is ToolUseInputDelta and templated.input_around is not None
         assert templated.feed(event) == general.written(event), event
-    assert took_template == 6  # the texts after the first of each text block
+        assert templated.input_written == general.input_written
+    assert texts == 6  # the texts after the first of each text block
+    assert inputs == (0 if api == "chat-legacy" else 4)  # those while a call is open
     assert templated.text_at is None  # the end closed the block: no template left open
+    assert templated.input_around is None
 
 
 def test_a_writer_without_a_template_writes_every_text_by_its_kind() -> None:
