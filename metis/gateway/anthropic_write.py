@@ -359,6 +359,9 @@ class MessageStream(BlockWriter):
     def input_template(self) -> tuple[bytes, bytes]:
         return DELTA_HEAD % (self.blocks - 1) + INPUT_DELTA, b"}}\n\n"
 
+    def thinking_template(self) -> tuple[bytes, bytes]:
+        return DELTA_HEAD % (self.blocks - 1) + THINKING_DELTA, b"}}\n\n"
+
     def thinking(self, item: ThinkingDelta) -> bytes:
         out = self._string_delta(THINKING_DELTA, item.thinking) if item.thinking else b""
         if item.signature:

@@ -219,6 +219,9 @@ class ChunkStream(BlockWriter):
     def text_template(self) -> tuple[bytes, bytes]:
         return self.head + b'{"content":', b"}" + self.tail
 
+    def thinking_template(self) -> tuple[bytes, bytes]:
+        return self.head + b'{"reasoning_content":', b"}" + self.tail
+
     def input_template(self) -> tuple[bytes, bytes] | None:
         if self.legacy:
             return None

@@ -1,8 +1,8 @@
-"""A translated stream's text and tool input deltas are written from the open block's template
-(most of a stream's events, without the writer's dispatch): byte for byte what the writer's
-general path makes for the same events, in the Messages and the Chat writers (and Chat's
-deprecated function calling, which has no input template), across blocks opened and closed by
-thinking, tool calls, citations and the end."""
+"""A translated stream's text, thinking and tool input deltas are written from the open block's
+template (most of a stream's events, without the writer's dispatch): byte for byte what the
+writer's general path makes for the same events, in the Messages and the Chat writers (and
+Chat's deprecated function calling, which has no input template), across blocks opened and
+closed by thinking, signatures, a redacted block, tool calls, citations and the end."""
 
 from __future__ import annotations
 
@@ -53,8 +53,15 @@ EVENTS: list[StreamEvent] = [
     ToolUseInputDelta(7, "call_2", ""),
     ToolUseInputDelta(7, "call_2", '"é \\" 🙂 \ud800"}'),
     ToolUseEnd(7, "call_2", "lookup", {"a": "é"}),
-    ToolUseStart(8, "call_3", "lookup"),
-    ToolUseEnd(8, "call_3", "lookup", {"whole": True}),
+    ThinkingDelta(8, "more "),
+    ThinkingDelta(8, "thought, ✓"),
+    ThinkingDelta(8, ""),
+    ThinkingDelta(8, "signed", signature="sig"),
+    ThinkingDelta(8, "after its signature"),
+    ThinkingDelta(9, "", redacted_data="opaque"),
+    ThinkingDelta(9, "in a redacted block"),
+    ToolUseStart(10, "call_3", "lookup"),
+    ToolUseEnd(10, "call_3", "lookup", {"whole": True}),
     END,
 ]
 
@@ -72,17 +79,20 @@ def test_deltas_from_the_template_are_what_the_general_path_writes(
 ) -> None:
     monkeypatch.setattr(chat_write, "now", lambda: 1700000000)  # one `created` for both
     templated, general = writers(api)
-    texts = inputs = 0
+    texts = inputs = thoughts = 0
     for event in EVENTS:
         if event.__class__ is TextDelta and event.content_block_index == templated.text_at:
             texts += 1
         inputs += event.__class__ is ToolUseInputDelta and templated.input_around is not None
+        if event.__class__ is ThinkingDelta and event.content_block_index == templated.thinking_at:
+            thoughts += 1
         assert templated.feed(event) == general.written(event), event
         assert templated.input_written == general.input_written
     assert texts == 6  # the texts after the first of each text block
     assert inputs == (0 if api == "chat-legacy" else 4)  # those while a call is open
+    assert thoughts == 5  # those after the first of each thinking block
     assert templated.text_at is None  # the end closed the block: no template left open
-    assert templated.input_around is None
+    assert templated.input_around is None and templated.thinking_at is None
 
 
 def test_a_writer_without_a_template_writes_every_text_by_its_kind() -> None:
