@@ -252,9 +252,9 @@ class MessageStream(BlockWriter):
         self.pending = ""  # an open server tool call's input, until deltas write it
         self.signed = True  # whether the open thinking block has its signature
 
-    def feed(self, item: StreamEvent) -> bytes:
+    def written(self, item: StreamEvent) -> bytes:
         head = b"" if self.started else self._message_start()
-        return head + super().feed(item)
+        return head + super().written(item)
 
     def _message_start(self) -> bytes:
         self.started = True
@@ -352,6 +352,15 @@ class MessageStream(BlockWriter):
 
     def text(self, item: TextDelta) -> bytes:
         return self._string_delta(TEXT_DELTA, item.text) if item.text else b""
+
+    def text_template(self) -> tuple[bytes, bytes]:
+        return DELTA_HEAD % (self.blocks - 1) + TEXT_DELTA, b"}}\n\n"
+
+    def input_template(self) -> tuple[bytes, bytes]:
+        return DELTA_HEAD % (self.blocks - 1) + INPUT_DELTA, b"}}\n\n"
+
+    def thinking_template(self) -> tuple[bytes, bytes]:
+        return DELTA_HEAD % (self.blocks - 1) + THINKING_DELTA, b"}}\n\n"
 
     def thinking(self, item: ThinkingDelta) -> bytes:
         out = self._string_delta(THINKING_DELTA, item.thinking) if item.thinking else b""

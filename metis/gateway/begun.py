@@ -10,7 +10,8 @@ end, closed, dropped) its ending runs.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 
 class Begun:
@@ -45,3 +46,19 @@ async def begun(body: AsyncGenerator[bytes, None]) -> Begun | AsyncGenerator[byt
     except StopAsyncIteration:
         return body
     return Begun(head, body)
+
+
+def finished(chunks: AsyncIterator[Any]) -> bool:
+    """Whether ``chunks`` (an async generator, or a :class:`Begun`'s) has run to its end or
+    been closed: its ending has run, and closing it again does nothing (so no shielded
+    scope is made for it: one less at every stream's end)."""
+    body = chunks._body if isinstance(chunks, Begun) else chunks
+    return getattr(body, "ag_frame", True) is None
+
+
+def next_of(chunks: AsyncIterator[bytes]) -> Callable[[], Awaitable[bytes]]:
+    """What gives ``chunks``' next chunk: once a :class:`Begun` has given its head, its body's
+    own ``__anext__`` (no frame of the Begun's at every chunk)."""
+    if isinstance(chunks, Begun) and chunks._next != chunks._first:
+        return chunks._next
+    return chunks.__anext__

@@ -177,20 +177,20 @@ class ChunkStream(BlockWriter):
             chunk["usage"] = None
         return data(chunk)
 
-    def feed(self, item: StreamEvent) -> bytes:
+    def written(self, item: StreamEvent) -> bytes:
         """The first chunk names the role, once, with the reply's first content, as OpenAI
         writes it: ``content: ""`` before text, ``content: null`` beside a first tool call (a
         client that reads ``""`` as text would see an empty text part in a tool call's turn).
         Reasoning first opens with ``content: null, reasoning_content: ""``, and what follows
         it comes without the role again (as DeepSeek streams it)."""
         if self.started or isinstance(item, (MessageStart, ToolUseStart)):
-            return super().feed(item)
+            return super().written(item)
         self.started = True
         if isinstance(item, ThinkingDelta):
             opening = {"role": "assistant", "content": None, "reasoning_content": ""}
         else:
             opening = {"role": "assistant", "content": "", "refusal": None}
-        return self._chunk(opening) + super().feed(item)
+        return self._chunk(opening) + super().written(item)
 
     def open_block(self, kind: str, item: StreamEvent) -> bytes:
         if not isinstance(item, ToolUseStart):
@@ -215,6 +215,18 @@ class ChunkStream(BlockWriter):
 
     def text(self, item: TextDelta) -> bytes:
         return self._string_chunk(b'{"content":', item.text) if item.text else b""
+
+    def text_template(self) -> tuple[bytes, bytes]:
+        return self.head + b'{"content":', b"}" + self.tail
+
+    def thinking_template(self) -> tuple[bytes, bytes]:
+        return self.head + b'{"reasoning_content":', b"}" + self.tail
+
+    def input_template(self) -> tuple[bytes, bytes] | None:
+        if self.legacy:
+            return None
+        head = b'{"tool_calls":[{"index":%d,"function":{"arguments":' % (self.calls - 1)
+        return self.head + head, b"}}]}" + self.tail
 
     def citation(self, item: CitationDelta) -> bytes:
         self.cited += chat_annotations([TextBlock(text="", citations=[item.citation])], "content")

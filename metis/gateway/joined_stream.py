@@ -21,6 +21,7 @@ from typing import Any
 
 import sniffio
 
+from metis.gateway.begun import next_of
 from metis.gateway.endings import DeadlineStream
 from metis.gateway.relayed_stream import RelayedStream
 
@@ -42,12 +43,13 @@ class JoinedStream(RelayedStream):
             )
             await plain(scope, receive, send)
             return
-        await super().__call__(scope, receive, send)
+        # (served here, not through RelayedStream.__call__: one frame less at every event)
+        await self._serve(scope, receive, send, asyncio.get_running_loop().create_task)
 
-    async def _relay(
+    def _relay(
         self, first: bytes, chunks: AsyncIterator[bytes], write: Callable[[bytes], Awaitable[None]]
-    ) -> None:
-        await Joined(chunks, write, first)
+    ) -> Awaitable[None]:
+        return Joined(chunks, write, first)  # awaited by the stream itself: no frame between
 
 
 class Joined:
@@ -65,10 +67,12 @@ class Joined:
         self._chunks, self._write, self._first = chunks, write, first
 
     def __await__(self) -> Step:
-        chunks, write = self._chunks, self._write
+        # (the write and the wait driven here, not through generators of their own: one
+        # event a wakeup is the usual paced stream, and each frame is paid at every event)
+        following, write = next_of(self._chunks), self._write
         ready: list[bytes] = [] if self._first is None else [self._first]
         while True:
-            step: Step = chunks.__anext__().__await__()
+            step: Step = following().__await__()
             try:
                 waits_on = step.send(None)
             except StopIteration as done:  # came without waiting
@@ -83,18 +87,38 @@ class Joined:
                     return
                 raise
             if ready:  # it waits: what is ready goes out first, then the wait goes on
+                body = ready[0] if len(ready) == 1 else b"".join(ready)
+                ready.clear()
                 try:
-                    yield from _written(write, ready)
+                    yield from write(body).__await__()
                 except GeneratorExit:
                     step.close()
                     raise
                 except BaseException:
                     yield from _stopped(step, waits_on)
                     raise
-            try:
-                ready.append((yield from _resumed(step, waits_on)))
-            except StopAsyncIteration:
-                return
+            while True:  # the wait, driven as ``yield from`` drives an awaitable
+                try:
+                    answer = yield waits_on
+                except GeneratorExit:
+                    step.close()
+                    raise
+                except BaseException as exc:  # the loop's cancellation, handed in
+                    try:
+                        waits_on = step.throw(exc)
+                    except StopIteration as done:
+                        ready.append(done.value)
+                        break
+                    except StopAsyncIteration:
+                        return
+                    continue
+                try:
+                    waits_on = step.send(answer)
+                except StopIteration as done:
+                    ready.append(done.value)
+                    break
+                except StopAsyncIteration:
+                    return
 
 
 def _written(write: Callable[[bytes], Awaitable[None]], ready: list[bytes]) -> Step:

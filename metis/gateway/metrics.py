@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import hmac
 import logging
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from itertools import accumulate
 from typing import Any
 
 from metis.catalog.usage_cost import other_model
@@ -63,6 +65,8 @@ class Metrics:
         stream cut before its usage came, a reply with none)."""
         self.cost: dict[str, Decimal] = {}
         self.durations: dict[tuple[str, str], list[int]] = {}
+        """Requests by the first of BUCKETS they took no longer than (each in one bucket: the
+        histogram's cumulative counts are summed as it is rendered)."""
         self.duration_sum: dict[tuple[str, str], float] = {}
         self.duration_count: Counter[tuple[str, str]] = Counter()
 
@@ -76,9 +80,8 @@ class Metrics:
         if (line := ACCESS.get()) is not None:
             line.api, line.model = api, model or line.model
         counts = self.durations.setdefault(where, [0] * len(BUCKETS))
-        for index, bound in enumerate(BUCKETS):
-            if seconds <= bound:
-                counts[index] += 1
+        if (index := bisect_left(BUCKETS, seconds)) < len(BUCKETS):  # its bucket alone
+            counts[index] += 1
         self.duration_sum[where] = self.duration_sum.get(where, 0.0) + seconds
         self.duration_count[where] += 1
 
@@ -149,7 +152,8 @@ class Metrics:
         for (api, endpoint), counts in sorted(self.durations.items()):
             name, total = "metis_gateway_request_seconds", self.duration_count[(api, endpoint)]
             where = _labels(api=api, endpoint=endpoint)
-            for bound, n in [*zip([f"{b:g}" for b in BUCKETS], counts, strict=True)]:
+            cumulative = accumulate(counts)  # (each request is counted in its own bucket)
+            for bound, n in [*zip([f"{b:g}" for b in BUCKETS], cumulative, strict=True)]:
                 lines.append(f"{name}_bucket{_labels(api=api, endpoint=endpoint, le=bound)} {n}")
             lines.append(f"{name}_bucket{_labels(api=api, endpoint=endpoint, le='+Inf')} {total}")
             lines.append(f"{name}_sum{where} {self.duration_sum[(api, endpoint)]:.6f}")

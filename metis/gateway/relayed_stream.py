@@ -27,6 +27,7 @@ import anyio.abc
 import sniffio
 
 from metis.errors import AdapterError
+from metis.gateway.begun import finished
 from metis.gateway.endings import answerable, last_word
 from metis.gateway.metrics import Metrics
 from metis.gateway.service import StreamResult
@@ -94,8 +95,9 @@ class RelayedStream:
                 return
             finally:
                 watch.cancel()
-                with anyio.CancelScope(shield=True):
-                    await chunks.aclose()  # type: ignore[attr-defined]
+                if not finished(chunks):  # its ending runs whole, whatever cancels the stream
+                    with anyio.CancelScope(shield=True):
+                        await chunks.aclose()  # type: ignore[attr-defined]
         if cancel.cancelled_caught and not gone:  # the head too, if it came before any chunk
             ended = result.limit.exceeded()
             await self._end(ended, send, bool(sent) and sent[-1], None if sent else self._start())
@@ -105,14 +107,11 @@ class RelayedStream:
         head = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
         return {"type": "http.response.start", "status": 200, "headers": head}
 
-    async def _relay(
+    def _relay(
         self, first: bytes, chunks: AsyncIterator[bytes], write: Callable[[bytes], Awaitable[None]]
-    ) -> None:
-        """Every chunk written, ``first`` first, each as it is read."""
-        chunk: bytes | None = first
-        while chunk is not None:
-            await write(chunk)
-            chunk = await anext(chunks, None)
+    ) -> Awaitable[None]:
+        """Awaited: every chunk written, ``first`` first, each as it is read."""
+        return _relayed(first, chunks, write)
 
     async def _end(self, error: AdapterError, send: Any, sent_all: bool, head: Any = None) -> None:
         """The stream ended by ``error``: its error event (after ``head``, when the head has
@@ -124,6 +123,15 @@ class RelayedStream:
             self.metrics.error(self.api, error)
         body = {"type": "http.response.body", "body": self.result.failed(error), "more_body": False}
         await last_word(send, *((head, body) if head is not None else (body,)))
+
+
+async def _relayed(
+    first: bytes, chunks: AsyncIterator[bytes], write: Callable[[bytes], Awaitable[None]]
+) -> None:
+    chunk: bytes | None = first
+    while chunk is not None:
+        await write(chunk)
+        chunk = await anext(chunks, None)
 
 
 class _Writes:

@@ -97,8 +97,8 @@ class ResponseStream(BlockWriter):
             self.inbound, self.model, self.response_id, output, stop, tokens, self.echo
         )
 
-    def feed(self, item: StreamEvent) -> bytes:
-        return self._started() + super().feed(item)
+    def written(self, item: StreamEvent) -> bytes:
+        return self._started() + super().written(item)
 
     def _started(self) -> bytes:
         if self.started:

@@ -28,7 +28,7 @@ from metis.gateway import (
 )
 from metis.gateway.access import ACCESS
 from metis.gateway.ahead import Ahead
-from metis.gateway.begun import begun
+from metis.gateway.begun import begun, finished
 from metis.gateway.call_signatures import (
     CallSignatures,
     SignatureStore,
@@ -283,13 +283,14 @@ class Gateway:
         used: tuple[str | None, TokenUsage | None] = (None, None)
         end: MessageComplete | None = None  # written once the stream is over, not before
         streamed = 0  # characters of output: what a stream cut before its usage is charged
+        following = events.__anext__  # (not anext(events, None): a wrapper an event)
         try:
             item = first
             while item is not None:
                 if end is not None:  # an event after the end (a stage's): the end goes first
                     yield await self._end(api, prepared, writer, end, response_id)
                     end = None
-                if isinstance(item, MessageComplete):
+                if item.__class__ is MessageComplete:
                     charged = streamed_model(prepared.request.model, item)
                     used = (charged, item.usage)
                     self.metrics.usage(charged, item.usage)
@@ -299,7 +300,10 @@ class Gateway:
                 else:
                     streamed += output_chars(item)
                     yield writer.feed(item)
-                item = await anext(events, None)
+                try:
+                    item = await following()
+                except StopAsyncIteration:
+                    break
             if end is not None:
                 yield await self._end(api, prepared, writer, end, response_id)
         except AdapterError as exc:
@@ -360,8 +364,9 @@ async def next_by(events: AsyncIterator[T], deadline: float, limit: TimeLimit) -
 
 
 async def aclose_shielded(events: AsyncIterator[Any]) -> None:
+    """``events`` closed, shielded from a cancellation, unless it has ended already."""
     closer = getattr(events, "aclose", None)
-    if closer is not None:
+    if closer is not None and not finished(events):
         with anyio.CancelScope(shield=True):
             await closer()
 

@@ -78,8 +78,37 @@ class BlockWriter:
         self.input_written = False  # whether the open tool block's arguments were streamed
         self.ended = False  # the stream's end (its last event, or its error event) is written
         self.stopping: StopReason | None = None  # why it ended, as its last block closes
+        self.text_at: int | None = None  # the open text block's index, when it has a template
+        self.text_around = (b"", b"")  # its deltas' bytes before and after the quoted text
+        self.input_around: tuple[bytes, bytes] | None = None  # the open tool block's, likewise
+        self.thinking_at: int | None = None  # the open thinking block's index and its bytes
+        self.thinking_around = (b"", b"")
 
     def feed(self, item: StreamEvent) -> bytes:
+        """``item`` in the API's bytes. More text, tool input or thinking (with no signature)
+        for the open block of its kind, most of a stream's events, is written from the block's
+        template (:meth:`text_template`, :meth:`input_template`, :meth:`thinking_template`),
+        without the dispatch below; the bytes are the same."""
+        if item.__class__ is TextDelta:
+            if item.content_block_index == self.text_at and item.text:
+                head, tail = self.text_around
+                return b"".join((head, quoted(item.text), tail))
+        elif item.__class__ is ToolUseInputDelta and self.input_around and item.partial_json:
+            self.input_written = True
+            head, tail = self.input_around
+            return b"".join((head, quoted(item.partial_json), tail))
+        elif (
+            item.__class__ is ThinkingDelta
+            and item.content_block_index == self.thinking_at
+            and item.thinking
+            and not item.signature
+        ):
+            head, tail = self.thinking_around
+            return b"".join((head, quoted(item.thinking), tail))
+        return self.written(item)
+
+    def written(self, item: StreamEvent) -> bytes:
+        """``item`` in the API's bytes, by its kind (subclasses add what comes first)."""
         if isinstance(item, TextDelta):
             return self._ensure("text", item.content_block_index, item) + self.text(item)
         if isinstance(item, ThinkingDelta):
@@ -115,11 +144,18 @@ class BlockWriter:
         self.open_kind, self.open_index, self.input_written = kind, index, False
         written = self.open_block(kind, item)
         self.blocks += 1
+        if kind == "text" and (around := self.text_template()) is not None:
+            self.text_at, self.text_around = index, around
+        elif kind == "tool":
+            self.input_around = self.input_template()
+        elif kind == "thinking" and (around := self.thinking_template()) is not None:
+            self.thinking_at, self.thinking_around = index, around
         return written
 
     def _close(self, end: ToolUseEnd | None = None) -> bytes:
         if self.open_kind is None:
             return b""
+        self.text_at = self.input_around = self.thinking_at = None
         kind, self.open_kind, self.open_index = self.open_kind, None, None
         whole = b""
         if end is not None and not self.input_written and end.final_input:
@@ -151,6 +187,21 @@ class BlockWriter:
 
     def text(self, item: TextDelta) -> bytes:
         raise NotImplementedError
+
+    def text_template(self) -> tuple[bytes, bytes] | None:
+        """The open text block's deltas as ``head + quoted(text) + tail``: what :meth:`text`
+        writes for any non-empty text while the block stays open (None: no such template)."""
+        return None
+
+    def input_template(self) -> tuple[bytes, bytes] | None:
+        """The open tool block's input deltas as ``head + quoted(partial_json) + tail``: what
+        :meth:`tool_input` writes for any non-empty input while it stays open (None: none)."""
+        return None
+
+    def thinking_template(self) -> tuple[bytes, bytes] | None:
+        """The open thinking block's deltas as ``head + quoted(thinking) + tail``: what
+        :meth:`thinking` writes for any non-empty thinking with no signature (None: none)."""
+        return None
 
     def thinking(self, item: ThinkingDelta) -> bytes:
         raise NotImplementedError

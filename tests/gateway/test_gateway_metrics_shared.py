@@ -71,3 +71,26 @@ def test_a_routes_failed_attempts_are_summed_over_the_workers() -> None:
         absorb(total, json.loads(json.dumps(snapshot(worker))))
     line = 'metis_gateway_failed_attempts_total{model="openai:gpt-4o",error_class="overloaded"} 3'
     assert line in total.render()
+
+
+def test_request_durations_are_kept_in_their_own_bucket_and_rendered_cumulative() -> None:
+    """Each request is counted once, in the first bucket it took no longer than (not once in
+    every bucket above it: a loop over the buckets at every request's end); the histogram's
+    cumulative counts are summed as it is rendered, the workers' added bucket by bucket."""
+    first, second = Metrics(), Metrics()
+    for seconds in (0.01, 0.05, 0.07, 0.3, 400.0):
+        first.request("anthropic", "m", 200, seconds)
+    second.request("anthropic", "m", 200, 2.0)
+    assert first.durations[("anthropic", "POST /v1/messages")] == [2, 1, 0, 1] + [0] * 8
+    both = Metrics()
+    for worker in (first, second):
+        absorb(both, json.loads(json.dumps(snapshot(worker))))
+    buckets = {
+        line.split('le="')[1].split('"')[0]: int(line.rsplit(" ", 1)[1])
+        for line in both.render().splitlines()
+        if line.startswith("metis_gateway_request_seconds_bucket")
+    }
+    assert buckets == {
+        "0.05": 2, "0.1": 3, "0.25": 3, "0.5": 4, "1": 4, "2.5": 5, "5": 5, "10": 5, "30": 5,
+        "60": 5, "120": 5, "300": 5, "+Inf": 6,
+    }  # fmt: skip
