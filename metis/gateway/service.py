@@ -315,16 +315,30 @@ class Gateway:
             elapsed = time.monotonic() - prepared.started
             self.metrics.request(api, prepared.inbound.model, 200, elapsed)
             await aclose_shielded(events)
-            if used[1] is None:  # cut before its usage came: never free (docs/gateway.md)
-                used = (
-                    priced or prepared.request.model,
-                    cut_usage(prepared.target.chat_model, prepared.request, streamed),
-                )
-                self.metrics.usage(*used)
-            if spent is not None:
-                spent.model, spent.usage = used
-            if key is not None:
-                await self.keys.release(key, *used)
+            await self._settle(prepared, used, (streamed, priced), key, spent)
+
+    async def _settle(
+        self,
+        prepared: Prepared,
+        used: tuple[str | None, TokenUsage | None],
+        cut: tuple[int, str | None],
+        key: KeyState | None,
+        spent: Spent | None,
+    ) -> None:
+        """A stream's spending charged to ``key`` and told in ``spent``; a stream cut before
+        its usage came is charged an estimate from ``cut``, the characters it streamed and
+        the model to price it as, never nothing (docs/gateway.md)."""
+        if used[1] is None:
+            streamed, priced = cut
+            used = (
+                priced or prepared.request.model,
+                cut_usage(prepared.target.chat_model, prepared.request, streamed),
+            )
+            self.metrics.usage(*used)
+        if spent is not None:
+            spent.model, spent.usage = used
+        if key is not None:
+            await self.keys.release(key, *used)
 
     async def _end(
         self,
