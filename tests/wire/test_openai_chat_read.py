@@ -408,15 +408,18 @@ def test_mistrals_cache_hits_are_cache_reads_in_each_of_its_fields(cache: dict[s
 
 @pytest.mark.parametrize(
     ("completion", "total", "output"),
-    [(2, 12 + 2 + 340, 342), (342, 12 + 342, 342), (342, None, 342)],
-    ids=["reasoning-apart", "reasoning-inside", "no-total"],
+    [(2, 12 + 2 + 340, 342), (342, 12 + 342, 342), (342, None, 342), (2, 12 + 2, 342)],
+    ids=["reasoning-apart", "reasoning-inside", "no-total", "reasoning-beyond-completion"],
 )
 def test_reasoning_left_out_of_completion_tokens_is_added_where_the_total_shows_it(
     completion: int, total: int | None, output: int
 ) -> None:
     """A server relaying Grok's usage (an OpenRouter-style proxy, a compatible endpoint) counts
     its reasoning apart from ``completion_tokens``, as xAI does: ``total_tokens`` is prompt +
-    completion + reasoning. OpenAI's total is prompt + completion, the reasoning inside."""
+    completion + reasoning. OpenAI's total is prompt + completion, the reasoning inside.
+    Reasoning beyond ``completion_tokens`` cannot be inside it, whatever the total says: Vercel's
+    AI Gateway relaying Gemini 2.5 Flash counted 2 completion and 23 reasoning tokens with a
+    total of prompt + 2, and charged for 25 output tokens."""
     usage: dict[str, Any] = {
         "prompt_tokens": 12,
         "completion_tokens": completion,

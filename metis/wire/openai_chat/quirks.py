@@ -9,7 +9,8 @@ stack's ``encode`` settings, beside :class:`~metis.wire.openai_chat.encode.Reaso
   reasoning): ``reasoning_tokens_apart`` adds them, so ``output_tokens`` is the billed total.
 - Text Generation Inference 1.4.0 to 1.4.3 number a stream's one choice by the token's place in
   the stream (``index`` 2, 3, 4, ...; server.rs ``ChatCompletionChunk::new``): ``one_choice``
-  reads every chunk's first choice as the reply's.
+  reads every chunk's first choice as the reply's. Z.ai's GLM Coding Plan endpoint numbers it
+  by the part of the reply it carries (reasoning 0, text 1, tool calls 2): ``zai`` sets it too.
 - Text Generation Inference 1.4.0 to 2.0.1 stream the end-of-sequence token's own text (``</s>``)
   as the content of the chunk that ends with ``eos_token`` (server.rs leaves a special token's
   text out from 2.0.2): ``end_token_text`` leaves that content out.

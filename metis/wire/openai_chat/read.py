@@ -198,7 +198,8 @@ def read_usage(
     the reply's ``service_tier``, beside its usage.
     ``reasoning_apart``: ``completion_tokens`` leaves the reasoning tokens out (xAI), so they
     are added to make the output count; so they are too where ``total_tokens`` shows it
-    (prompt + completion + reasoning: xAI's counts relayed by another endpoint). Mistral says
+    (prompt + completion + reasoning: xAI's counts relayed by another endpoint) or where they
+    outnumber the completion tokens (Vercel's AI Gateway relaying Gemini). Mistral says
     the tier inside ``usage`` (mistralai ``UsageInfo.service_tier``)."""
     builder.usage(service_tier=service_tier(usage.get("service_tier") if tier is None else tier))
     with counts_of(builder):
@@ -224,8 +225,8 @@ def read_usage(
         reasoning = token_count(output.get("reasoning_tokens") or 0, "reasoning_tokens", provider)
         completion = token_count(usage.get("completion_tokens") or 0, "completion_tokens", provider)
         total = usage.get("total_tokens")
-        if reasoning and total == prompt + completion + reasoning:
-            reasoning_apart = True
+        if reasoning > completion or (reasoning and total == prompt + completion + reasoning):
+            reasoning_apart = True  # more reasoning than completion tokens: not inside them
         builder.usage(
             input_tokens=uncached,
             output_tokens=completion + reasoning if reasoning_apart else completion,
