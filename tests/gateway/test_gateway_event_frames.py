@@ -17,7 +17,9 @@ from metis.gateway.begun import begun, next_of
 from metis.gateway.joined_stream import Joined
 from metis.gateway.metrics import Metrics
 from metis.gateway.service import Gateway
+from metis.model.content import Message
 from metis.model.events import StreamEvent, TextDelta
+from metis.model.request import CanonicalRequest
 from tests.gateway.test_gateway_joined_stream import SCOPE, _never, _stream
 
 
@@ -67,7 +69,12 @@ def test_the_streams_bytes_ask_the_calls_events_with_no_wrapper_round_the_ask() 
 
         gateway = Gateway.__new__(Gateway)
         gateway.metrics = Metrics()
-        prepared = SimpleNamespace(started=time.monotonic(), inbound=SimpleNamespace(model="m"))
+        prepared = SimpleNamespace(
+            started=time.monotonic(),
+            inbound=SimpleNamespace(model="m"),
+            request=CanonicalRequest(model="m", messages=[Message.user("hi")], max_output_tokens=8),
+            target=SimpleNamespace(chat_model=None),  # (a stream with no end: charged an estimate)
+        )
         writer = MessageStream("m", None, "msg_1")
         first = TextDelta(0, "a")
         chunks = gateway._chunks("anthropic", prepared, events(), first, writer, "")  # type: ignore[arg-type]
