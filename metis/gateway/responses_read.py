@@ -274,7 +274,8 @@ def _message(item: Mapping[str, Any], where: str, ignored: list[str]) -> Message
         elif kind == "input_image" and isinstance(part.get("image_url"), str):
             blocks.append(built(ImageBlock, at, source=image_source(part["image_url"])))
         elif kind == "input_image" and isinstance(part.get("file_id"), str):
-            ignored.append(f"{at} (an image by file id)")  # no canonical image source
+            source = FileIdSource(file_id=part["file_id"], provider="openai")
+            blocks.append(built(ImageBlock, at, source=source))
         elif kind == "input_file":
             blocks.append(input_file(part, at))
         elif kind == "input_audio":

@@ -50,7 +50,7 @@ from metis.model.content import (
     URLImageSource,
 )
 from metis.model.dicts import MessageDict
-from metis.model.media import AudioBlock, DocumentBlock, VideoBlock
+from metis.model.media import AudioBlock, DocumentBlock, FileIdSource, VideoBlock
 
 _EXPORT = Export(ANTHROPIC, "Anthropic Messages export")
 
@@ -150,8 +150,6 @@ def _block(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ContentBlock 
         return TextBlock(
             text=text(block, "text", at, None), citations=anthropic_citations(block, at)
         )
-    if kind == "image" and _by_file_id(block.get("source")):
-        return from_anthropic_block(block, kind, at, ids.servers, made_by.model)
     if kind == "image":
         return ImageBlock(source=_source(block.get("source"), at))
     if kind == "document":
@@ -189,13 +187,7 @@ def _result(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ToolResultBl
     )
 
 
-def _by_file_id(source: Any) -> bool:
-    """An image the Files API holds (``{"type": "file", "file_id": ...}``): no canonical image
-    source names one, so the block is kept whole, for Anthropic alone."""
-    return isinstance(source, dict) and source.get("type") == "file"
-
-
-def _source(source: Any, where: str) -> Base64ImageSource | URLImageSource:
+def _source(source: Any, where: str) -> Base64ImageSource | URLImageSource | FileIdSource:
     at = f"{where}.source"
     item = mapping(source, at)
     if item.get("type") == "base64":
@@ -203,7 +195,11 @@ def _source(source: Any, where: str) -> Base64ImageSource | URLImageSource:
         return Base64ImageSource(media_type=media_type, data=data)
     if item.get("type") == "url":
         return URLImageSource(url=text(item, "url", at, None))
-    raise InvalidRequestError(f"{at}: expected a base64 or url image source")
+    if item.get("type") == "file":  # an image the Files API holds
+        return built(
+            FileIdSource, at, file_id=text(item, "file_id", at, None), provider="anthropic"
+        )
+    raise InvalidRequestError(f"{at}: expected a base64, url or file image source")
 
 
 def to_anthropic(messages: Iterable[Message | MessageDict]) -> dict[str, Any]:
@@ -240,7 +236,7 @@ def _wire(block: ContentBlock | ToolResultContent, where: str) -> dict[str, Any]
     if isinstance(block, OpaqueBlock):
         return copy.deepcopy(_EXPORT.opaque(block, where))
     if isinstance(block, ImageBlock):
-        return {"type": "image", "source": block.source.model_dump()}
+        return _image(block, where)
     if isinstance(block, DocumentBlock | AudioBlock | VideoBlock):
         return to_anthropic_document(block, where)
     if isinstance(block, ToolUseBlock):
@@ -266,3 +262,13 @@ def _wire(block: ContentBlock | ToolResultContent, where: str) -> dict[str, Any]
         return {"type": "redacted_thinking", "data": block.data}
     dropped(block.type, where, "Anthropic Messages export")  # unsigned thinking
     return None
+
+
+def _image(block: ImageBlock, where: str) -> dict[str, Any] | None:
+    source = block.source
+    if not isinstance(source, FileIdSource):
+        return {"type": "image", "source": source.model_dump()}
+    if source.provider != "anthropic":
+        dropped("image", where, "Anthropic Messages export", f"a file id of {source.provider}")
+        return None
+    return {"type": "image", "source": {"type": "file", "file_id": source.file_id}}

@@ -291,7 +291,11 @@ def _media(
     block: ImageBlock | DocumentBlock | AudioBlock | VideoBlock, where: str
 ) -> list[dict[str, Any]]:
     if isinstance(block, ImageBlock):
-        return [{"type": "image_url", "image_url": {"url": image_url(block)}}]
+        url = image_url(block)
+        if url is None:
+            dropped("image", where, "OpenAI Chat export", "Chat takes no image by file id")
+            return []
+        return [{"type": "image_url", "image_url": {"url": url}}]
     return to_chat_parts(block, where)
 
 

@@ -13,6 +13,7 @@ import mimetypes
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     Field,
@@ -29,8 +30,8 @@ from metis.model.cache import CacheHint
 from metis.model.citation import Citation
 from metis.model.media import AudioBlock as AudioBlock
 from metis.model.media import DocumentBlock as DocumentBlock
+from metis.model.media import FileIdSource, a_url
 from metis.model.media import VideoBlock as VideoBlock
-from metis.model.media import a_url
 from metis.model.server_tools import ServerToolCallBlock as ServerToolCallBlock
 from metis.model.server_tools import ServerToolResultBlock as ServerToolResultBlock
 
@@ -75,15 +76,31 @@ class URLImageSource(Canonical):
     url: str
 
 
-ImageSource = Annotated[Base64ImageSource | URLImageSource, Field(discriminator="type")]
+ImageSource = Annotated[
+    Base64ImageSource | URLImageSource | FileIdSource, Field(discriminator="type")
+]
+"""An image's source: inline, by URL, or by the id a provider's Files API issued (sent to that
+provider only, as a document's file id is: docs/contract.md §9)."""
 
 
 class ImageBlock(BlockBase):
-    """An image in a message, from base64 data or a URL: ``ImageBlock.from_path("chart.png")``,
-    ``from_bytes(data, "image/png")``, ``from_url(url)``."""
+    """An image in a message, from base64 data, a URL or a provider's file id:
+    ``ImageBlock.from_path("chart.png")``, ``from_bytes(data, "image/png")``, ``from_url(url)``,
+    ``from_file_id("file_011...", provider="anthropic")``."""
 
     type: Literal["image"] = "image"
     source: ImageSource
+
+    def media_type(self) -> str | None:
+        """The image's media type: its source's, or guessed from the extension of its URL or
+        file id; None when neither says."""
+        source = self.source
+        if isinstance(source, Base64ImageSource):
+            return source.media_type
+        if isinstance(source, FileIdSource) and source.media_type:
+            return source.media_type
+        name = source.url if isinstance(source, URLImageSource) else source.file_id
+        return mimetypes.guess_type(urlsplit(name).path)[0]
 
     @classmethod
     def from_bytes(cls, data: bytes, media_type: str, **fields: Any) -> ImageBlock:
@@ -109,6 +126,16 @@ class ImageBlock(BlockBase):
     def from_url(cls, url: str, **fields: Any) -> ImageBlock:
         """An image the provider fetches from ``url``."""
         return cls(source=URLImageSource(url=a_url(url, "ImageBlock")), **fields)
+
+    @classmethod
+    def from_file_id(
+        cls, file_id: str, *, provider: str, media_type: str | None = None, **fields: Any
+    ) -> ImageBlock:
+        """An image naming a file in ``provider``'s store (sent to that provider only)."""
+        if media_type is not None and not media_type.startswith("image/"):
+            raise ValueError(f"{media_type}: not an image type (a file is a DocumentBlock)")
+        source = FileIdSource(file_id=file_id, provider=provider, media_type=media_type)
+        return cls(source=source, **fields)
 
 
 class ToolUseBlock(BlockBase):

@@ -35,7 +35,7 @@ class URLSourceDict(TypedDict):
 
 class ImageBlockDict(TypedDict):
     type: Literal["image"]
-    source: Base64SourceDict | URLSourceDict
+    source: Base64SourceDict | URLSourceDict | FileIdSourceDict
 
 
 class TextSourceDict(TypedDict):

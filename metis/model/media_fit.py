@@ -63,8 +63,6 @@ def unreadable(
     block: MediaBlock | ImageBlock, caps: AdapterCapabilities, provider: str
 ) -> str | None:
     """Why the model behind ``caps`` (on ``provider``) cannot read ``block``; None if it can."""
-    if isinstance(block, ImageBlock):
-        return _unseen(block, caps)
     source = block.source
     if isinstance(source, FileIdSource) and not same_files(source.provider, provider):
         return (
@@ -72,6 +70,8 @@ def unreadable(
             f"(upload the file to {provider}'s Files API, or give it inline, for this model "
             "to read it)"
         )
+    if isinstance(block, ImageBlock):
+        return _unseen(block, caps)
     accepted = _accepted(block, caps)
     noun = block.type
     if not accepted:
@@ -104,7 +104,9 @@ def fit_media(
         message = messages[i]
         where = message.id or f"messages[{i}]"
         if i >= start:
-            problems += _needs(message, where, caps, provider) if history.facts[i].files else []
+            facts = history.facts[i]
+            named = any(isinstance(image.source, FileIdSource) for image in facts.images)
+            problems += _needs(message, where, caps, provider) if facts.files or named else []
         else:
             messages[i] = _readable(message, where, caps, provider, drop)
             changed = changed or messages[i] is not message
@@ -120,14 +122,23 @@ def _needs(message: Message, where: str, caps: AdapterCapabilities, provider: st
     for j, block in enumerate(message.content):
         inner = block.content if isinstance(block, ToolResultBlock) else [block]
         for k, part in enumerate(inner if isinstance(inner, list) else []):
-            if not isinstance(part, DocumentBlock | AudioBlock | VideoBlock):
+            if not isinstance(part, _VISIBLE) or (
+                isinstance(part, ImageBlock) and not _elsewhere(part, provider)
+            ):
                 continue
             reason = unreadable(part, caps, provider)
             if reason is not None:
                 at = f"{where}.content[{j}]" + (f".content[{k}]" if part is not block else "")
-                article = "an" if part.type == "audio" else "a"
+                article = "an" if part.type in ("audio", "image") else "a"
                 problems.append(f"{at}: {article} {part.type} it cannot read: {reason}")
     return problems
+
+
+def _elsewhere(image: ImageBlock, provider: str) -> bool:
+    """Whether ``image`` is given by a file id another provider's Files API issued (the turn
+    being sent checks other images in ``capability_check``)."""
+    source = image.source
+    return isinstance(source, FileIdSource) and not same_files(source.provider, provider)
 
 
 def _unseen(block: ImageBlock, caps: AdapterCapabilities) -> str | None:

@@ -81,6 +81,9 @@ def anthropic_media(
         inline += size
         if kind == "image":
             images += 1
+            file_id = source.get("file_id") if source.get("type") == "file" else None
+            if file_id is not None and file_known is not None and not file_known(str(file_id)):
+                yield Refusal(f"File not found: {file_id}")
             if size > ANTHROPIC_IMAGE_BYTES:  # the limit is on the base64 text
                 yield Refusal(
                     f"{named(place)}.image.source.base64: image exceeds 5 MB maximum: "

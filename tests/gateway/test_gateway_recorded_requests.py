@@ -30,19 +30,22 @@ def messages(model: str, *content: dict[str, Any]) -> dict[str, Any]:
     return {"model": model, "max_tokens": 50, "messages": [{"role": "user", "content": said}]}
 
 
-async def test_an_image_by_file_id_goes_to_claude_as_sent_and_is_named_elsewhere() -> None:
+async def test_an_image_by_file_id_goes_to_claude_as_sent_and_is_refused_elsewhere() -> None:
     """An Anthropic image given by its Files API id (crewAIInc/crewAI's
     test_image_upload_anthropic sends one; Anthropic answered 200): before, the reader
     refused it (400, "expected a base64 or url image source") on every route, and the
-    emulator did too."""
+    emulator did too. Elsewhere the id names no file: in the turn being sent that is refused
+    with what to do, as a document by another provider's file id is (docs/contract.md §9)."""
     emulator = Emulator()
     passed = await asked(emulator, "/v1/messages", messages("sonnet", PICTURE_BY_ID))
     assert passed.status_code == 200, passed.text
     assert emulator.bodies("anthropic")[-1]["messages"][0]["content"][1] == PICTURE_BY_ID
     for model in ("gpt", "flash"):
         other = await asked(emulator, "/v1/messages", messages(model, PICTURE_BY_ID))
-        assert other.status_code == 200, other.text
-        assert "'image' block from anthropic" in other.headers["x-metis-dropped"], model
+        assert other.status_code == 400, other.text
+        said = other.json()["error"]["message"]
+        assert "an image it cannot read: its file id was issued by anthropic" in said, model
+        assert "Files API, or give it inline" in said, model
     async with emulator.client() as direct:
         body = messages("claude-sonnet-4-5", PICTURE_BY_ID)
         reply = await direct.post("http://emulator/v1/messages", json=body, headers=HEADERS)

@@ -247,3 +247,17 @@ async def test_a_subclassed_file_block_is_fitted_and_refused_as_its_base() -> No
     assert [w.block_type for w in call.warnings] == ["document"]
     with pytest.raises(CapabilityError, match="a document it cannot read"):
         await _run(_request(Message.user("what is in it?", tagged)), TEXT_ONLY, make_call())
+
+
+@pytest.mark.anyio
+async def test_an_image_file_id_goes_only_to_the_provider_that_issued_it() -> None:
+    image = ImageBlock.from_file_id("file_011CNha8", provider="anthropic")
+    request = _request(Message.user("look", image))
+    assert await _run(request, READS_ALL, make_call(provider="anthropic"))
+    with pytest.raises(CapabilityError, match="an image it cannot read: its file id was issued"):
+        await _run(request, READS_ALL, make_call(provider="gemini", model="gemini:g"))
+    call = make_call(provider="gemini", model="gemini:g")
+    (sent,) = await _run(_history(image), READS_ALL, call)
+    assert sent.messages[0].content == [TextBlock(text="read this")]
+    assert call.warnings[0].block_type == "image"
+    assert "upload the file to gemini's Files API, or give it inline" in call.warnings[0].reason

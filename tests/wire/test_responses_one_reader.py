@@ -12,7 +12,7 @@ import pytest
 
 from metis.errors import InvalidRequestError
 from metis.gateway.responses_read import read_responses
-from metis.model.content import Role, TextBlock, ToolResultBlock, ToolUseBlock
+from metis.model.content import ImageBlock, Role, TextBlock, ToolResultBlock, ToolUseBlock
 from metis.model.media import AudioBlock, Base64Source, DocumentBlock, FileIdSource, URLSource
 from metis.testing.emulator import Emulator
 from metis.testing.emulator.model import Prompt, Reply
@@ -42,7 +42,7 @@ def test_files_audio_and_refusals_are_read() -> None:
         }
     )
     user, assistant = inbound.messages
-    by_id, inline, by_url, audio = user.content
+    by_id, inline, by_url, audio, image = user.content
     assert isinstance(by_id, DocumentBlock) and isinstance(by_id.source, FileIdSource)
     assert by_id.source.file_id == "file-abc"
     assert isinstance(inline, DocumentBlock) and isinstance(inline.source, Base64Source)
@@ -51,7 +51,8 @@ def test_files_audio_and_refusals_are_read() -> None:
     assert by_url.source.media_type == "application/pdf"
     assert isinstance(audio, AudioBlock) and audio.source.media_type == "audio/wav"
     assert assistant.content == [TextBlock(text="I can't.")]
-    assert inbound.ignored == ["input[0].content[4] (an image by file id)"]
+    assert image == ImageBlock.from_file_id("file-img", provider="openai")  # OpenAI's store
+    assert inbound.ignored == []
 
 
 def test_custom_tool_calls_and_their_outputs_are_read_as_chats_are() -> None:

@@ -30,6 +30,7 @@ from metis.model.content import (
     ToolUseBlock,
     VideoBlock,
 )
+from metis.model.media import FileIdSource
 from metis.model.media_fit import current_turn_start
 from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest, ToolDefinition
@@ -172,6 +173,8 @@ def _image(block: ImageBlock) -> dict[str, Any]:
     source = block.source
     if isinstance(source, Base64ImageSource):
         wire = {"type": "base64", "media_type": source.media_type, "data": source.data}
+    elif isinstance(source, FileIdSource):  # headers_for adds the Files API beta
+        wire = {"type": "file", "file_id": source.file_id}
     else:
         wire = {"type": "url", "url": source.url}
     return {"type": "image", "source": wire}

@@ -32,6 +32,7 @@ from metis.model.content import (
     ToolUseBlock,
     VideoBlock,
 )
+from metis.model.media import FileIdSource
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.bedrock_converse.cache import hinted_blocks
@@ -186,17 +187,22 @@ def _block(block: ContentBlock | ToolResultContent, at: _At) -> dict[str, Any] |
 
 
 def _image(block: ImageBlock, at: _At) -> dict[str, Any] | None:
-    """The image's bytes; one by URL (or of another type) is refused in the turn being sent,
-    as a file is, and dropped from an older one."""
+    """The image's bytes or S3 location (a file id ``s3://...``); one by URL (or of another
+    type) is refused in the turn being sent, as a file is, and dropped from an older one."""
     source = block.source
-    image_format = (
-        _IMAGE_FORMATS.get(source.media_type) if isinstance(source, Base64ImageSource) else None
-    )
-    if not isinstance(source, Base64ImageSource) or image_format is None:
-        reason = "Converse takes images as bytes in png, jpeg, gif or webp, not by URL"
+    image_format = _IMAGE_FORMATS.get(block.media_type() or "")
+    wire: dict[str, Any] | None = None
+    if isinstance(source, Base64ImageSource):
+        wire = {"bytes": source.data}
+    elif isinstance(source, FileIdSource) and source.file_id.startswith("s3://"):
+        wire = {"s3Location": {"uri": source.file_id}}
+    if wire is None or image_format is None:
+        reason = (
+            "Converse takes images as bytes or S3 locations in png, jpeg, gif or webp, not by URL"
+        )
         cannot_carry(at.call, block, reason, at.where, at.current)
         return None
-    return {"image": {"format": image_format, "source": {"bytes": source.data}}}
+    return {"image": {"format": image_format, "source": wire}}
 
 
 def _tool_result(block: ToolResultBlock, at: _At) -> dict[str, Any]:

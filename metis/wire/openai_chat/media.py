@@ -24,7 +24,11 @@ def media_parts(
 ) -> list[dict[str, Any]]:
     """The block's content parts (none, with the refusal or WARN, when it has no form here)."""
     if isinstance(block, ImageBlock):
-        return [{"type": "image_url", "image_url": {"url": image_url(block)}}]
+        url = image_url(block)
+        if url is None:
+            cannot_carry(call, block, NO_IMAGE_FILE_ID, message_id, current)
+            return []
+        return [{"type": "image_url", "image_url": {"url": url}}]
     part = _document(block) if isinstance(block, DocumentBlock) else _audio(block)
     if isinstance(part, str):
         cannot_carry(call, block, part, message_id, current)
@@ -33,10 +37,19 @@ def media_parts(
     return [{"type": "text", "text": said}, part] if said else [part]
 
 
-def image_url(block: ImageBlock) -> str:
+NO_IMAGE_FILE_ID = (
+    "Chat Completions takes images inline or by URL, not by file id (give the image inline, "
+    "or use the openai_responses stack, which takes it by file id)"
+)
+
+
+def image_url(block: ImageBlock) -> str | None:
+    """The image as a URL (inline: a data URL); None for a file id, which Chat has no form for."""
     source = block.source
     if isinstance(source, Base64ImageSource):
         return f"data:{source.media_type};base64,{source.data}"
+    if isinstance(source, FileIdSource):
+        return None
     return source.url
 
 

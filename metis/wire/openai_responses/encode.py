@@ -43,6 +43,7 @@ from metis.model.content import (
     ToolUseBlock,
     VideoBlock,
 )
+from metis.model.media import FileIdSource
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.codec import EncodeContext
@@ -316,6 +317,8 @@ def _tool_output(block: ToolResultBlock, message_id: str, files: _Files) -> dict
 
 def _image(block: ImageBlock) -> dict[str, Any]:
     source = block.source
+    if isinstance(source, FileIdSource):
+        return {"type": "input_image", "file_id": source.file_id, "detail": "auto"}
     if isinstance(source, Base64ImageSource):
         url = f"data:{source.media_type};base64,{source.data}"
     else:

@@ -36,6 +36,7 @@ from metis.model.content import (
     ToolUseBlock,
     VideoBlock,
 )
+from metis.model.media import FileIdSource
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest
 from metis.wire.codec import EncodeContext
@@ -207,9 +208,13 @@ class Encoder:
 
     def _image(self, block: ImageBlock, call: EncodeContext) -> Any:
         source = block.source
+        values: dict[str, str | None]
         if isinstance(source, Base64ImageSource):
             values = {"media_type": source.media_type, "data": source.data}
             template = self.s.image
+        elif isinstance(source, FileIdSource):  # as a file by id is: the URI and its type
+            values = {"media_type": block.media_type(), "url": source.file_id}
+            template = self.s.file_uri
         else:
             values = {"url": source.url}
             template = self.s.image_url
