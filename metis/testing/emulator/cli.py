@@ -74,7 +74,8 @@ metis's calls and the official SDKs reach it through the SDKs' variables (any ke
 
 
 def _port(text: str) -> int:
-    if not text.strip().isdigit() or int(text) > 65535:  # the socket would take it modulo 65536
+    digits = text.strip()  # ASCII only: int() refuses "²", though "²".isdigit()
+    if not (digits.isascii() and digits.isdigit()) or int(text) > 65535:  # not modulo 65536
         raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
     return int(text)
 
