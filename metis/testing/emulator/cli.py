@@ -29,7 +29,7 @@ ENDPOINTS = (
     ("vertex", "POST /v1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent"),
     ("", "(and :streamGenerateContent, :countTokens; v1beta1 too)"),
     ("vertex_anthropic", "POST /v1/projects/{p}/locations/{l}/publishers/anthropic/models/{m}"),
-    ("", ":rawPredict, :streamRawPredict"),
+    ("", ":rawPredict, :streamRawPredict; .../models/count-tokens:rawPredict"),
     ("azure", "under /azure (base URL <url>/azure): POST /openai/v1/chat/completions,"),
     ("", "/openai/v1/responses, and with ?api-version=...: /openai/deployments/{d}/chat/"),
     ("", "completions, /openai/responses; GET /openai/v1/models (api-key or an Entra ID token)"),
