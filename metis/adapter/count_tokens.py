@@ -5,7 +5,9 @@ request through the adapter's stages up to ``encode``, so what is counted is wha
 sent, then asks the provider's counting endpoint:
 
 * Anthropic Messages: ``POST /v1/messages/count_tokens``
-  (https://docs.anthropic.com/en/api/messages-count-tokens),
+  (https://docs.anthropic.com/en/api/messages-count-tokens); Claude on Vertex AI:
+  ``POST .../publishers/anthropic/models/count-tokens:rawPredict``, the model in the body
+  (https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude/count-tokens),
 * OpenAI Responses: ``POST /v1/responses/input_tokens``
   (https://platform.openai.com/docs/api-reference/responses/input-tokens),
 * Gemini: ``POST /v1beta/models/{model}:countTokens``
@@ -89,9 +91,23 @@ _RESPONSES_KEYS = (
 
 def _anthropic(wire: WireRequest) -> tuple[str, dict[str, Any]] | None:
     if not wire.url.endswith("/messages"):
-        return _bedrock(wire)  # Claude through Bedrock's InvokeModel
+        return _vertex_anthropic(wire) or _bedrock(wire)  # Claude on Vertex AI, Bedrock
     body = {k: v for k, v in wire.body.items() if k in _ANTHROPIC_KEYS}
     return wire.url + "/count_tokens", body
+
+
+def _vertex_anthropic(wire: WireRequest) -> tuple[str, dict[str, Any]] | None:
+    path = wire.url.partition("?")[0]
+    models, slash, method = path.rpartition("/publishers/anthropic/models/")
+    if not slash or not method.endswith((":rawPredict", ":streamRawPredict")):
+        return None
+    body = {k: v for k, v in wire.body.items() if k in _ANTHROPIC_KEYS}
+    body["anthropic_version"] = _VERTEX_VERSION
+    return models + slash + "count-tokens:rawPredict", body
+
+
+_VERTEX_VERSION = "vertex-2023-10-16"
+"""The body's version on Vertex AI, which counts with the model in the body (encode's)."""
 
 
 def _responses(wire: WireRequest) -> tuple[str, dict[str, Any]] | None:

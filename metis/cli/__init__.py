@@ -241,14 +241,18 @@ def _add_serve(commands: Commands) -> None:
     _import_option(serve)
 
 
+def _whole_number(text: str) -> bool:
+    return text.strip().isascii() and text.strip().isdigit()  # not "²", which int() refuses
+
+
 def _positive(text: str) -> int:
-    if not text.strip().isdigit() or int(text) < 1:
+    if not _whole_number(text) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return int(text)
 
 
 def _port(text: str) -> int:
-    if not text.strip().isdigit() or int(text) > 65535:
+    if not _whole_number(text) or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
     return int(text)
 

@@ -63,7 +63,10 @@ async def read_raw(request: Request, limit: int, seconds: float) -> bytes:
 
 async def _read_raw(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is not None and not (declared.isascii() and declared.isdigit()):
+        # "²".isdigit() is true, though int() refuses it
+        raise InvalidRequestError(f"Content-Length {declared[:40]!r} is not a number of bytes")
+    if declared is not None and int(declared) > limit:
         raise too_large(limit)
     decompress = decompressor(request.headers.get("content-encoding"))
     received = bytearray()

@@ -157,7 +157,7 @@ def nodes_of(
     for node in nodes:
         if isinstance(node, str):
             host, _, port = node.rpartition(":") if ":" in node else (node, "", "")
-            if port and not port.isdigit():
+            if port and not (port.isascii() and port.isdigit()):
                 raise ConfigError(f"redis: {node!r} is not host:port")
             node = (host.strip("[]"), int(port) if port else default_port)
         out.append((node[0], int(node[1])))

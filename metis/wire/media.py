@@ -90,9 +90,18 @@ class Projected:
     attachments: list[Attachment] = field(default_factory=list)
 
 
-def project_attachments(result: ToolResultBlock, keep: tuple[type, ...] = ()) -> Projected:
+NEXT_MESSAGE = "in the next message"
+AFTER_THE_RESULTS = "after the tool results"
+AFTER_THIS_RESULT = "after this tool result"
+
+
+def project_attachments(
+    result: ToolResultBlock, keep: tuple[type, ...] = (), where: str = NEXT_MESSAGE
+) -> Projected:
     """``result`` with every image and file not of a ``keep`` type moved out: in its place the
-    text says ``[<kind> <n> follows in the next message]`` (a document by its title)."""
+    text says ``[<kind> <n> follows <where>]`` (a document by its title), ``where`` saying
+    where the wire puts it: :data:`NEXT_MESSAGE`, or in the same message
+    :data:`AFTER_THE_RESULTS` (all of them) or :data:`AFTER_THIS_RESULT`."""
     kept = (TextBlock, *keep)
     if isinstance(result.content, str) or all(isinstance(p, kept) for p in result.content):
         return Projected(result)
@@ -107,5 +116,5 @@ def project_attachments(result: ToolResultBlock, keep: tuple[type, ...] = ()) ->
         label = f"{part.type} {len(attachments)}"
         if isinstance(part, DocumentBlock) and part.title:
             label = f"document {part.title!r}"
-        content.append(TextBlock(text=f"[{label} follows in the next message]"))
+        content.append(TextBlock(text=f"[{label} follows {where}]"))
     return Projected(result.model_copy(update={"content": content}), attachments)

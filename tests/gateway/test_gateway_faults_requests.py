@@ -698,3 +698,22 @@ async def test_an_openai_shaped_refusal_of_a_field_names_it_as_param(emulator: E
             assert reply.status_code == 400 and reply.json()["error"]["param"] == param, case
         reply = await gw.post("/v1/chat/completions", content=b"{not", headers=HEADERS)
         assert reply.status_code == 400 and reply.json()["error"]["param"] is None, reply.text
+
+
+async def test_a_content_length_of_a_superscript_is_a_400_in_the_callers_shape(
+    emulator: Emulator,
+) -> None:
+    """Before: ``"²".isdigit()`` let the header through to ``int()``, whose ValueError was a
+    500. Now a 400 saying what the header held, in the API's own error shape."""
+    app = create_app(gateway_config(emulator))
+    async with client(app) as gw:
+        for api in ("anthropic", "chat"):
+            path, body, model = APIS[api]
+            raw = json.dumps({"model": model, **body}).encode()
+            headers = {**HEADERS, "content-length": b"\xb2"}  # latin-1, as Starlette reads it
+            reply = await gw.post(path, content=raw, headers=headers)
+            assert reply.status_code == 400, (api, reply.text)
+            assert "Content-Length '²'" in reply.text, reply.text
+            assert error_of(api, reply) == expect(
+                api, "invalid_request_error", "invalid_request_error/None"
+            )

@@ -1252,6 +1252,28 @@ async def test_the_unload_waits_within_check_timeout_not_the_call_timeout() -> N
 
 
 @pytest.mark.anyio
+async def test_an_unload_out_of_time_names_check_timeout(caplog: pytest.LogCaptureFixture) -> None:
+    """Before: "the call's timeout (600 s) ran out", the adapter's setting, though the wait
+    that ran out was check_timeout's (the server here never answers the unload)."""
+    server = FakeServer(models={"qwen3:8b": QWEN})
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/chat":
+            await anyio.sleep_forever()
+        return server.handler(request)
+
+    transport = httpx.MockTransport(handler)
+    adapter = ollama_adapter(transport, settings={"model": "qwen3:8b"}, timeout_seconds=600)
+    adapter.pipeline.replace("ollama_lifecycle", OllamaLifecycle(unload=True, check_timeout=0.01))
+    caplog.set_level(logging.WARNING, logger="metis")
+    async with adapter:
+        pass
+    said = [r.getMessage() for r in caplog.records if "could not unload" in r.getMessage()]
+    assert len(said) == 1 and "check_timeout (0.01 s) ran out" in said[0], said
+    assert "600" not in said[0] and "unloading qwen3:8b" in said[0], said
+
+
+@pytest.mark.anyio
 async def test_unloading_from_a_server_that_is_gone_does_not_raise(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

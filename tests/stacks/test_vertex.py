@@ -404,6 +404,29 @@ async def test_a_wrong_token_is_an_auth_error_sent_once(stack: str) -> None:
         assert response.stop_reason.kind is StopKind.END_TURN
 
 
+@pytest.mark.anyio
+async def test_claude_on_vertex_counts_at_count_tokens_with_the_model_in_the_body() -> None:
+    """Before: the offline estimate ("no counting endpoint beside ...:rawPredict"), though
+    Vertex AI counts Claude's tokens at ``.../publishers/anthropic/models/count-tokens:
+    rawPredict``; now asked there, through the auth flow, and the emulator answers it."""
+    emulator = Emulator(api_keys=["ya29.valid"])
+    settings = {"project": "p", "location": "us-east5", "google_credentials": valid_credentials()}
+    config = AdapterConfig(http_client=emulator.client(), settings=settings)
+    adapter = build_adapter("vertex_anthropic", config)
+    counted = await adapter.count_tokens(ask("vertex_anthropic", "claude-sonnet-4-5"))
+    assert counted.source == "provider" and counted.input_tokens > 0, counted.detail
+    (sent,) = emulator.requests
+    assert sent.path == "/v1/projects/p/locations/us-east5/publishers/anthropic/models/" + (
+        "count-tokens:rawPredict"
+    )
+    assert sent.json() == {
+        "model": "claude-sonnet-4-5",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Hello"}]}],
+        "anthropic_version": "vertex-2023-10-16",
+    }
+    assert sent.headers["authorization"] == "Bearer ya29.valid"
+
+
 def test_the_emulator_refuses_an_api_key_and_claude_s_body_without_vertex_s_fields() -> None:
     with Emulator() as emulator:
         gemini = "/v1beta1/projects/p/locations/global/publishers/google/models/m:generateContent"

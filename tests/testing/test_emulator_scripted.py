@@ -308,3 +308,11 @@ def test_a_misspelt_provider_or_a_malformed_search_result_is_said_not_read_as_no
     assert emulator.bodies("claude") == [] and emulator.bodies() == []  # an alias, and all
     with pytest.raises(ConfigError, match=r"result 0 is 'https://a.example'; expected \(url"):
         web_search("q", ["https://a.example"])  # type: ignore[list-item]
+
+
+def test_a_reply_with_an_unknown_stop_is_refused_when_scripted() -> None:
+    """Before: ``Reply(stop="nope")`` was taken, and failed (or rendered an unknown stop
+    reason) only when a format answered with it."""
+    with pytest.raises(ValueError, match="'nope' is not one of end_turn, tool_use, max_tokens"):
+        Reply(text="hi", stop="nope")  # type: ignore[arg-type]
+    assert Reply(stop="refusal").stop == "refusal"

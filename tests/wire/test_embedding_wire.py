@@ -150,6 +150,26 @@ def test_vertex_predict_request_and_documented_response() -> None:
     assert read.input_tokens == 6
 
 
+def prediction(value: float, count: int | None) -> dict[str, Any]:
+    statistics = {"truncated": False} if count is None else {"token_count": count}
+    return {"embeddings": {"statistics": statistics, "values": [value]}}
+
+
+@pytest.mark.parametrize(
+    ("counts", "read"),
+    [([0], 0), ([0, 0], 0), ([2, 0], 2), ([None], None), ([2, None], None), ([None, 2], None)],
+)
+def test_a_vertex_count_of_zero_is_a_count_an_absent_one_is_estimated(
+    counts: list[int | None], read: int | None
+) -> None:
+    """Before: a reported 0 (an empty input) was read as no count, and estimated; a count
+    absent from one prediction of several was read as 0 of it."""
+    texts = [""] * len(counts)
+    answer = {"predictions": [prediction(0.1, count) for count in counts]}
+    decoded = embedding_codec("vertex").decode(answer, {}, batch(*texts))
+    assert decoded.input_tokens == read
+
+
 def test_bedrock_titan_and_cohere_bodies() -> None:
     codec = embedding_codec("bedrock")
     titan = batch("hi", model="amazon.titan-embed-text-v2:0", dimensions=512)

@@ -328,11 +328,14 @@ def test_gemini_3_takes_media_inside_the_function_response() -> None:
 
 
 def test_earlier_gemini_models_get_the_media_after_the_function_responses() -> None:
+    """In the same content as the function responses, and said so. Before: "follows in the
+    next message", which there was none of."""
     call = recording_call("gemini", "gemini:gemini-2.5-flash")
     contents = _gemini().encode(_tool_loop(REPORT), call)["contents"]
+    assert len(contents) == 3
     response, preamble, file = contents[2]["parts"]
     assert response["functionResponse"]["response"] == {
-        "output": "scan:\n[document 'Q3 report' follows in the next message]"
+        "output": "scan:\n[document 'Q3 report' follows after the tool results]"
     }
     assert "parts" not in response["functionResponse"]
     assert preamble == {"text": "Q3 report\n\nInternal, unaudited."}
@@ -408,7 +411,9 @@ def test_converse_audio_in_a_tool_result_follows_it_and_documents_stay_in_it() -
         "document",
         "text",
     ]
-    assert result["toolResult"]["content"][2] == {"text": "[audio 1 follows in the next message]"}
+    # in the same message, and said so (before: "follows in the next message")
+    said = {"text": "[audio 1 follows after this tool result]"}
+    assert result["toolResult"]["content"][2] == said
     assert moved == {"audio": {"format": "mp3", "source": {"bytes": "SUQz"}}}
 
 

@@ -124,10 +124,14 @@ def _setter(path: Path, value: Any) -> Callable[[Any], Any]:
 # Persistent updates over JSON values: copy only the containers on the changed path -------
 
 
+def _is_index(key: str) -> bool:
+    return key.isascii() and key.isdigit()  # "²".isdigit() is true, though int() refuses it
+
+
 def _child(node: Any, key: str) -> Any:
     if isinstance(node, dict):
         return node.get(key, _MISSING)
-    if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+    if isinstance(node, list) and _is_index(key) and int(key) < len(node):
         return node[int(key)]
     return _MISSING
 
@@ -155,7 +159,7 @@ def _keys(node: Any, key: str) -> list[Any]:
         return list(range(len(node))) if isinstance(node, list) else []
     if isinstance(node, dict):
         return [key] if key in node else []
-    if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+    if isinstance(node, list) and _is_index(key) and int(key) < len(node):
         return [int(key)]
     return []
 

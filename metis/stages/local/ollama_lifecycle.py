@@ -195,16 +195,17 @@ class _Checks:
                 provider_message=error.provider_message,
             ) from None
 
-    async def chat(self, model: str, what: str, wait: float, **extra: Any) -> None:
+    async def chat(self, model: str, what: str, wait: float | None, **extra: Any) -> None:
         body = {"model": model, "messages": [], "stream": False}
         body.update({key: value for key, value in extra.items() if value is not None})
         await self.send("POST", f"{self.base}/api/chat", body, wait=wait, what=f"{what} {model}")
 
     async def unload(self, model: str) -> None:
         """Within ``check_timeout``: Ollama answers an unload once it is under way, and the
-        wait is shielded from cancellation (dispose runs it even when cancelled)."""
+        wait is shielded from cancellation (dispose runs it even when cancelled); a deadline
+        hit names check_timeout, not the call's timeout."""
         try:
-            await self.chat(model, "unloading", self.stage.options.check_timeout, keep_alive=0)
+            await self.chat(model, "unloading", None, keep_alive=0)
         except AdapterError as error:  # the server is gone: nothing left to unload
             log.warning("could not unload %s from %s: %s", model, self.base, error)
 
@@ -227,6 +228,8 @@ class _Checks:
             return await self.provider.fetch(request, call)
         except NetworkError as error:
             cause = _connect_failure(error)
+            if cause is None and wait is None and anyio.current_time() >= call.deadline:
+                raise self.out_of_time(error, what or f"{method} {url}") from error
             if cause is None:
                 raise
             raise _unreachable(endpoint.base_url, cause, self.provider.name) from cause
@@ -242,6 +245,15 @@ class _Checks:
             model="",
             wire_model="",
             deadline=anyio.current_time() + seconds,
+        )
+
+    def out_of_time(self, error: NetworkError, what: str) -> NetworkError:
+        """The transport says the call's timeout ran out; the deadline was ``check_timeout``."""
+        seconds = self.stage.options.check_timeout
+        return NetworkError(
+            f"{what}: {self.stage.name}'s check_timeout ({seconds:g} s) ran out",
+            provider=self.provider.name,
+            request_id=error.request_id,
         )
 
     def reworded(self, error: AdapterError, what: str) -> AdapterError:

@@ -29,7 +29,7 @@ ENDPOINTS = (
     ("vertex", "POST /v1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent"),
     ("", "(and :streamGenerateContent, :countTokens; v1beta1 too)"),
     ("vertex_anthropic", "POST /v1/projects/{p}/locations/{l}/publishers/anthropic/models/{m}"),
-    ("", ":rawPredict, :streamRawPredict"),
+    ("", ":rawPredict, :streamRawPredict; .../models/count-tokens:rawPredict"),
     ("azure", "under /azure (base URL <url>/azure): POST /openai/v1/chat/completions,"),
     ("", "/openai/v1/responses, and with ?api-version=...: /openai/deployments/{d}/chat/"),
     ("", "completions, /openai/responses; GET /openai/v1/models (api-key or an Entra ID token)"),
@@ -74,7 +74,8 @@ metis's calls and the official SDKs reach it through the SDKs' variables (any ke
 
 
 def _port(text: str) -> int:
-    if not text.strip().isdigit() or int(text) > 65535:  # the socket would take it modulo 65536
+    digits = text.strip()  # ASCII only: int() refuses "²", though "²".isdigit()
+    if not (digits.isascii() and digits.isdigit()) or int(text) > 65535:  # not modulo 65536
         raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
     return int(text)
 

@@ -10,11 +10,12 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from metis.testing.emulator.wire import count_tokens
 
 StopKind = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal"]
+STOP_KINDS: tuple[str, ...] = get_args(StopKind)
 # Claude Code wraps its own context in these; they are not the user's words.
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
@@ -154,6 +155,10 @@ class Reply:
     cite: bool = False
     """The text cites every web search result, and each document of the request that asks
     for citations (Anthropic, Bedrock)."""
+
+    def __post_init__(self) -> None:
+        if self.stop not in STOP_KINDS:  # said when scripted, not as a KeyError when rendered
+            raise ValueError(f"Reply stop {self.stop!r} is not one of {', '.join(STOP_KINDS)}")
 
 
 Model = Callable[[Prompt], Reply]

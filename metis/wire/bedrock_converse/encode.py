@@ -42,7 +42,7 @@ from metis.wire.bedrock_converse.server_tools import declarations
 from metis.wire.closed_schema import closed_schema_or_reason, strict_input_schema
 from metis.wire.codec import EncodeContext
 from metis.wire.knobs.fit import report_one_call_a_turn
-from metis.wire.media import cannot_carry, project_attachments
+from metis.wire.media import AFTER_THIS_RESULT, cannot_carry, project_attachments
 from metis.wire.opaque import sent_back
 from metis.wire.server_replay import messages_for_provider
 from metis.wire.strict_schema import schema_name
@@ -144,7 +144,8 @@ def _blocks(block: ContentBlock, at: _At) -> list[dict[str, Any]]:
     """The block's Converse blocks: one, none, or a tool result and the audio moved out of it
     (a tool result holds no audio; it follows the result in the same user message)."""
     if isinstance(block, ToolResultBlock):
-        projected = project_attachments(block, keep=(ImageBlock, DocumentBlock, VideoBlock))
+        kept = (ImageBlock, DocumentBlock, VideoBlock)
+        projected = project_attachments(block, kept, where=AFTER_THIS_RESULT)
         moved = [b for part in projected.attachments if (b := _block(part, at))]
         return [{"toolResult": _tool_result(projected.result, at)}, *moved]
     out = _block(block, at)

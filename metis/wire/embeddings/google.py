@@ -168,8 +168,8 @@ class VertexEmbeddings(EmbedCodec):
             out.append(vector(embedding.get("values"), f"{where}.values"))
             statistics = embedding.get("statistics")
             given = statistics.get("token_count") if statistics.__class__ is dict else None
-            if given is not None and counted is not None:  # one untrue: the whole unknown
+            if counted is not None:  # one absent or untrue: the whole unknown (estimated)
                 count = tokens(given, f"{where}.statistics.token_count", self.name)
                 counted = None if count is None else counted + count
         model = body.get("deployedModelId")
-        return Embedded(out, counted or None, model if isinstance(model, str) else None)
+        return Embedded(out, counted, model if isinstance(model, str) else None)

@@ -40,7 +40,7 @@ from metis.model.media import FileIdSource
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest
 from metis.wire.codec import EncodeContext
-from metis.wire.media import Attachment, cannot_carry
+from metis.wire.media import AFTER_THE_RESULTS, NEXT_MESSAGE, Attachment, cannot_carry
 from metis.wire.opaque import sent_back
 from metis.wire.schema.body import body_values, merge
 from metis.wire.schema.compiled import Compiled
@@ -124,13 +124,15 @@ class Encoder:
         result_turn: _Turn | None = None
         position = 0
         following: list[Attachment] = []  # media of the results, after them (files.py)
+        one_turn = self.m.tool_result.wrap_mode != "direct"  # the results' and their media's
+        following_at = AFTER_THE_RESULTS if one_turn else NEXT_MESSAGE
         for block in message.content:
             if isinstance(block, ToolResultBlock):
                 name = names.get(block.tool_use_id)
                 if name is None and position < len(previous_calls):
                     name = previous_calls[position]
                 position += 1
-                media = result_media(block, self.s, call.wire_model)
+                media = result_media(block, self.s, call.wire_model, following_at)
                 following += media.following
                 part = self._tool_result(media.result, name, message_id, call)
                 if part is OMIT:

@@ -16,7 +16,7 @@ from typing import Any
 
 from metis.model.content import Base64ImageSource, ImageBlock, TextBlock, ToolResultBlock
 from metis.model.media import DocumentBlock, FileIdSource, MediaBlock, URLSource
-from metis.wire.media import Attachment, inline, preamble, project_attachments
+from metis.wire.media import NEXT_MESSAGE, Attachment, inline, preamble, project_attachments
 from metis.wire.schema.compiled import Compiled
 from metis.wire.schema.paths import OMIT
 
@@ -52,7 +52,10 @@ class ResultMedia:
     following: list[Attachment] = field(default_factory=list)
 
 
-def result_media(block: ToolResultBlock, s: Compiled, wire_model: str) -> ResultMedia:
+def result_media(
+    block: ToolResultBlock, s: Compiled, wire_model: str, where: str = NEXT_MESSAGE
+) -> ResultMedia:
+    """``block`` split for the wire; the media that follow it are said to follow ``where``."""
     if isinstance(block.content, str) or all(isinstance(p, TextBlock) for p in block.content):
         return ResultMedia(block)
     nests = s.media_path is not None and (
@@ -69,7 +72,7 @@ def result_media(block: ToolResultBlock, s: Compiled, wire_model: str) -> Result
         if said:
             kept.append(TextBlock(text=said))
         nested.append(rendered)
-    projected = project_attachments(block.model_copy(update={"content": kept}))
+    projected = project_attachments(block.model_copy(update={"content": kept}), where=where)
     return ResultMedia(projected.result, nested, projected.attachments)
 
 

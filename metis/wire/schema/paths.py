@@ -30,10 +30,15 @@ Path = tuple[Step, ...]
 WILDCARD = "*"
 
 
+def _is_index(part: str) -> bool:
+    digits = part.removeprefix("-")
+    return digits.isascii() and digits.isdigit()  # not "²", which int() refuses
+
+
 def compile_path(path: str) -> Path:
     if not isinstance(path, str) or not path or any(not part for part in path.split(".")):
         raise StackError(f"schema path {path!r} is not a dot path like 'a.0.b'")
-    return tuple(int(part) if part.lstrip("-").isdigit() else part for part in path.split("."))
+    return tuple(int(part) if _is_index(part) else part for part in path.split("."))
 
 
 def resolve(obj: Any, path: Path) -> Any:

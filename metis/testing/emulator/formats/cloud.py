@@ -3,7 +3,8 @@ provider's own format at the platform's paths, with the platform's authenticatio
 
 - Vertex AI: ``/v1beta1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent``
   (and ``:streamGenerateContent``, ``:countTokens``), ``/v1/.../publishers/anthropic/models/{m}
-  :rawPredict`` (and ``:streamRawPredict``), an OAuth bearer token (an API key is refused),
+  :rawPredict`` (and ``:streamRawPredict``; ``.../models/count-tokens:rawPredict`` counts, the
+  model in its body), an OAuth bearer token (an API key is refused),
   errors as google.rpc statuses. Claude's body names no ``model`` (the URL does) and carries
   ``anthropic_version: vertex-2023-10-16``.
 - Azure OpenAI's v1 API: ``/openai/v1/chat/completions``, ``/openai/v1/responses`` and
@@ -64,6 +65,7 @@ _VERTEX_QUOTA = (
     "increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai."
 )
 VERTEX_CLAUDE_RULES = table("vertex_anthropic")
+VERTEX_CLAUDE_COUNT_RULES = table("vertex_anthropic_count")
 _CREATED = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
@@ -90,8 +92,10 @@ class OnVertex:
     def serve(self, call: Call) -> JsonReply | None:
         """A model it does not serve is Vertex's own 404 naming the publisher model, before
         anything else (a token count too)."""
-        if not self.serves(call.env, call.match["model"]):  # type: ignore[attr-defined]
-            resource = call.request.path.split("/", 2)[2].partition(":")[0]
+        model = call.match.groupdict().get("model") or str(call.body.get("model"))
+        if not self.serves(call.env, model):  # type: ignore[attr-defined]
+            resource = call.request.path.split("/", 2)[2].rpartition("/models/")[0]
+            resource = f"{resource}/models/{model}"
             raise Refused(
                 f"Publisher Model `{resource}` was not found or your project does not have access "
                 "to it. Please ensure you are using a valid model version. For more information, "
@@ -132,6 +136,11 @@ class VertexAnthropic(OnVertex, Anthropic):
     routes: ClassVar[Sequence[Route]] = (
         (
             "POST",
+            r"/v1/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/count-tokens:rawPredict",
+            "count_tokens",
+        ),
+        (
+            "POST",
             r"/v1/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/(?P<model>[^/:]+):(?P<method>rawPredict|streamRawPredict)",
             "messages",
         ),
@@ -139,6 +148,11 @@ class VertexAnthropic(OnVertex, Anthropic):
     catalog: ClassVar[tuple[str, ...]] = ("google-vertex-anthropic", "anthropic")
 
     def parse(self, call: Call) -> None:
+        if call.endpoint == "count_tokens":  # the model in the body, as Anthropic's own
+            check(VERTEX_CLAUDE_COUNT_RULES, call.body)
+            call.body.pop("anthropic_version", None)
+            super().parse(call)
+            return
         check(VERTEX_CLAUDE_RULES, call.body)
         streamed = call.match["method"] == "streamRawPredict"
         if streamed != (call.body.get("stream") is True):

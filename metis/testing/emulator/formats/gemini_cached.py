@@ -100,7 +100,7 @@ def listed(call: Call) -> dict[str, Any]:
     index of the page's first entry."""
     size = call.request.query.get("pageSize", "1000")
     start = call.request.query.get("pageToken", "0")
-    if not (size.isdigit() and start.isdigit()):
+    if not (size.isascii() and size.isdigit() and start.isascii() and start.isdigit()):
         raise Refused(f"Invalid pageSize or pageToken: {size!r}, {start!r}")
     first, count = int(start), min(int(size) or 1000, 1000)
     with call.env.lock:
@@ -129,7 +129,8 @@ def _stamp(moment: datetime) -> str:
 
 def _is_duration(text: str) -> bool:
     number = text.removesuffix("s")
-    return text.endswith("s") and number.replace(".", "", 1).isdigit()
+    digits = number.replace(".", "", 1)
+    return text.endswith("s") and digits.isascii() and digits.isdigit()
 
 
 def created(call: Call) -> dict[str, Any]:
