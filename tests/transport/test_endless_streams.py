@@ -16,11 +16,11 @@ from metis.transport.stage import Transport
 
 from ..fakes import anthropic_start, sse
 from ..fault_proxy import FaultProxy, Pause, chunk, chunked_head
-from .test_deadlines import SLACK, adapter_for, request, timed
+from .test_deadlines import adapter_for, request, timed
 
 DEADLINE = 1.0  # twice the idle timeout below, which the keep-alives (every PACE) never let run out
 PACE = 0.05
-STEPS = 400  # 20 s of keep-alives: far past the deadline, and still an end if nothing bounds it
+STEPS = 800  # 40 s of keep-alives: past timed()'s bound on a hang, which fails the test then
 
 TEXT = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "la "}}
 KEEP_ALIVES = {
@@ -53,10 +53,10 @@ async def test_a_stream_that_never_ends_ends_at_the_calls_deadline(kind: str) ->
         with pytest.raises(NetworkError) as caught:
             async for event in adapter.stream(request(adapter.name)):
                 events.append(event)
-        assert DEADLINE - 0.1 <= elapsed() <= DEADLINE + SLACK
+        assert elapsed() >= DEADLINE - 0.1  # not the idle timeout (the stream never ends)
         await adapter.aclose()
     assert caught.value.error_class is ErrorClass.NETWORK
-    assert "timeout" in str(caught.value)
+    assert "the call's timeout (1 s) ran out" in str(caught.value)
     complete = events[-1]
     assert isinstance(complete, MessageComplete)
     assert complete.stop_reason.kind is StopKind.ERROR
