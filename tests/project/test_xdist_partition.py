@@ -246,6 +246,26 @@ def test_the_longest_unit_a_worker_collected_goes_first() -> None:
     ]
 
 
+def test_a_first_run_orders_by_the_seed_and_a_file_no_table_knows_goes_first() -> None:
+    """A fresh clone has no seconds per test: it ordered every file by its number of tests,
+    so a new file of a few long tests (a socket test waiting out deadlines) ran last, alone,
+    while the other workers idled."""
+    sched, _ = scheduler()
+    sched.per_test = {"timed.py": 0.5}
+    sched.per_file = {"long.py": 9.0, "short.py": 0.1}
+    many = [f"many.py::t{n}" for n in range(40)]
+    node = Node("gw0", 0)
+    collection = [*many, "short.py::t1", "long.py::t1", "new.py::t1", "timed.py::t1"]
+    collect(sched, node, collection)
+    for name in ("gw1", "gw2"):
+        collect(sched, Node(name), [])
+    assert sched.expected(["long.py::t1"]) == 9.0
+    assert sched.expected(["timed.py::t1", "timed.py::t2"]) == 1.0
+    sched.schedule()
+    units = sorted(sched.units, key=lambda unit: -sched.expected(sched.units[unit]))
+    assert units == ["many.py", "new.py", "long.py", "timed.py", "short.py"]
+
+
 def test_a_file_collected_differently_by_two_workers_is_a_collection_error() -> None:
     sched, _ = scheduler()
     nodes = [Node(name) for name in ("gw0", "gw1", "gw2")]
