@@ -4,6 +4,7 @@ its share (tests/xdist_partition.py), and the scheduler over their collections
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from pathlib import Path
@@ -115,9 +116,13 @@ def test_the_seed_is_written_from_the_caches_tables(tmp_path: Path) -> None:
     (tables / "not_slow").write_text('{"t/a.py": 2.5}')
     (tables / "slow_or_hypothesis").write_text('{"t/b.py": 9.0}')
     (tmp_path / "tests").mkdir()
+    (tmp_path / SEED).write_text('{"not_slow": {"t/old.py": 1.0}, "slow": {"t/s.py": 4.0}}')
     write_seed(tmp_path)
     config = seeded_config(tmp_path, {})
     assert known_seconds(config) == {"t/a.py": 2.5}
+    seed = json.loads((tmp_path / SEED).read_text())
+    assert seed["slow"] == {"t/s.py": 4.0}  # a table the cache does not have is kept
+    assert seed["slow_or_hypothesis"] == {"t/b.py": 9.0}
 
 
 def test_the_projects_seed_names_test_files_of_the_default_run() -> None:
