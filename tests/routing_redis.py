@@ -1,7 +1,13 @@
-"""A real redis-server on a free loopback port, for the routing tests' shared state."""
+"""A real redis-server on a free loopback port, for the routing tests' shared state.
+
+redis-server cannot choose its own port (``--port 0`` turns TCP off), so the port is one the
+kernel just handed out and let go of: another suite running beside this one may be handed it
+too. A server that cannot bind exits and is started again on another port; the server that
+answers is checked to be this one (its process id), never the other suite's."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -20,13 +26,38 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _answers_ping(port: int) -> bool:
+def _serving_pid(port: int) -> int | None:
+    """The process id of the redis-server answering on ``port``, None when none answers."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(b"*1\r\n$4\r\nPING\r\n")
-            return sock.recv(64).startswith(b"+PONG")
-    except OSError:
-        return False
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
+            reply = sock.recv(65536)
+            if reply.startswith(b"$"):  # a bulk string: its length, then the text
+                length, _, reply = reply[1:].partition(b"\r\n")
+                while len(reply) < int(length) and (data := sock.recv(65536)):
+                    reply += data
+    except (OSError, ValueError):
+        return None
+    found = re.search(rb"process_id:(\d+)", reply)
+    return int(found.group(1)) if found else None
+
+
+def _started(exe: str, workdir: Path) -> tuple[subprocess.Popen[bytes], int] | None:
+    """A redis-server on a free port and the port, once it answers; None when it exited
+    (the port was taken after all)."""
+    port = _free_port()
+    args = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    args += ["--dir", str(workdir), "--daemonize", "no", "--logfile", str(workdir / "log")]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30  # a bound on a hang
+    while _serving_pid(port) != proc.pid:
+        if proc.poll() is not None:
+            return None
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"redis-server did not start on port {port}")
+        time.sleep(0.02)
+    return proc, port
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +66,15 @@ def redis_port() -> Iterator[int]:
     if not Path(exe).exists():
         pytest.skip("redis-server is not installed")
     workdir = Path(tempfile.mkdtemp(prefix="metis-routing-redis-"))
-    port = _free_port()
-    args = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    args += ["--dir", str(workdir), "--daemonize", "no", "--logfile", str(workdir / "log")]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    for _ in range(5):
+        started = _started(exe, workdir)
+        if started is not None:
+            break
+    else:
+        log = (workdir / "log").read_text(errors="replace")[-2000:]
+        pytest.fail(f"redis-server exited at start on five free ports:\n{log}")
+    proc, port = started
     try:
-        deadline = time.monotonic() + 10
-        while not _answers_ping(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"redis-server did not start on port {port}")
-            time.sleep(0.02)
         yield port
     finally:
         proc.terminate()

@@ -137,10 +137,14 @@ def seed_seconds(path: Path) -> dict[str, Any]:
 
 
 def write_seed(root: Path) -> Path:
-    """Writes ``SEED`` under ``root`` from the cache's tables of per-file seconds."""
+    """Writes ``SEED`` under ``root`` from the cache's tables of per-file seconds; a table the
+    cache does not have (the slow tests', in a checkout that ran only the default run) keeps
+    the seed's."""
     tables = root / ".pytest_cache" / "v" / FILE_SECONDS_KEY
-    seed = {table.name: json.loads(table.read_text()) for table in sorted(tables.iterdir())}
     path = root / SEED
+    seed = seed_seconds(path)
+    seed.update({table.name: json.loads(table.read_text()) for table in tables.iterdir()})
+    seed = dict(sorted(seed.items()))
     path.write_text(json.dumps(seed, indent=0, sort_keys=True) + "\n", encoding="utf-8")
     return path
 

@@ -4,8 +4,12 @@ worker starts is a short one and neither worker waits long for the other at the 
 own order (most tests first) sent files of a few slow tests (the official SDKs through the
 gateway) last, to run alone while the other worker idled.
 
-Each run keeps every file's seconds per test in pytest's cache; a file the cache does not know
-counts as its number of tests times the median, so a first run keeps xdist's order. The files
+Each run keeps every file's seconds per test in pytest's cache. A file it does not know counts
+as its seconds in the table the partition reads (tests/xdist_partition.py: the cache's, or on a
+checkout that never ran, CI's fresh clone, the project's seed), so a first run orders the files
+as the last one did; a file neither knows (one added since the seed was written) goes before
+every known file, in xdist's order among them: what no one timed may be long, and it is no
+tail then. The files
 of a group in ``SHARED`` (tests/xdist_partition.py) run on one worker, one after the other:
 they share a cost a worker pays once (importing an official SDK takes a second or two of CPU).
 When each worker collected only its share of the files (tests/xdist_partition.py),
@@ -14,8 +18,7 @@ When each worker collected only its share of the files (tests/xdist_partition.py
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,10 +26,11 @@ import pytest
 from xdist.report import report_collection_diff
 from xdist.scheduler import LoadFileScheduling
 
-from .xdist_partition import COLLECT_SECONDS, SHARED, table_key
+from .xdist_partition import COLLECT_SECONDS, SHARED, known_seconds, table_key
 
 CACHE_KEY = "metis/seconds-per-test"
-_DEFAULT_SECONDS = 0.03
+UNKNOWN_SECONDS = 1e6
+"""What a file no table knows is expected to take: more than any file, so it goes first."""
 
 
 def file_of(nodeid: str) -> str:
@@ -42,6 +46,7 @@ class LongestFirst(LoadFileScheduling):
         cache = getattr(config, "cache", None)  # none with -p no:cacheprovider
         known = cache.get(CACHE_KEY, {}) if cache is not None else {}
         self.per_test: dict[str, float] = known if isinstance(known, dict) else {}
+        self.per_file: dict[str, float] = known_seconds(config) if cache is not None else {}
         self.ordered = False
 
     def _split_scope(self, nodeid: str) -> str:
@@ -57,10 +62,16 @@ class LongestFirst(LoadFileScheduling):
         super()._assign_work_unit(node)
 
     def expected(self, tests: Iterable[str]) -> float:
-        fallback = statistics.median(self.per_test.values()) if self.per_test else 0.0
-        return sum(
-            self.per_test.get(file_of(nodeid), fallback or _DEFAULT_SECONDS) for nodeid in tests
-        )
+        """The seconds a unit's tests are expected to take (the module's docstring)."""
+        total = 0.0
+        for file, count in Counter(file_of(nodeid) for nodeid in tests).items():
+            if file in self.per_test:
+                total += self.per_test[file] * count
+            elif file in self.per_file:
+                total += self.per_file[file]
+            else:
+                total += UNKNOWN_SECONDS + count  # the most tests first among them, as xdist
+        return total
 
     def remove_node(self, node: Any) -> str | None:
         """xdist's, but of a worker that died only the tests it had not run go to another:

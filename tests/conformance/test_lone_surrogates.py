@@ -7,8 +7,8 @@ made a lone surrogate (a JSON ``"\\ud83d"`` escape, which Python's json reads in
 no UTF-8 can hold): a value in place of what it was, a value with one added at its end (so
 it still means what it meant), a key in place of the key. The default run takes each kind of
 spot (the payload's type, the path to the string) once for each API, in its shortest
-recording, at most ``PER_GROUP`` a group of replies (one API's streamed or whole successes or
-errors) picked by a seeded draw; the slow run takes every kind in every recording.
+recording, at most ``PER_GROUP`` (25) a group of replies (one API's streamed or whole successes
+or errors) picked by a seeded draw; the slow run takes every kind in every recording.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 
 from . import surrogate_sweep as sweep
 
-PER_GROUP = int(os.environ.get("METIS_SURROGATE_CASES", "70"))
+PER_GROUP = int(os.environ.get("METIS_SURROGATE_CASES", "25"))
 SOURCES = sweep.recorded()
 
 

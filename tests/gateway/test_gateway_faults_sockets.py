@@ -134,6 +134,8 @@ async def test_a_stream_cut_upstream_is_the_apis_error_and_leaves_nothing(fault:
 
 
 async def test_a_stall_past_the_deadline_or_a_client_gone_closes_the_upstream() -> None:
+    """The stalls run at once, each on a connection of its own: one deadline's wait, not one
+    a route."""
     with Emulator(host="127.0.0.1", port=0) as emulator:
         async with FaultProxy.running(("127.0.0.1", emulator.port)) as proxy:
             app = create_app(config(proxy.url, 3))
@@ -141,11 +143,16 @@ async def test_a_stall_past_the_deadline_or_a_client_gone_closes_the_upstream() 
                 loop = server.servers[0].get_loop()
                 key = app.state.gateway.keys.find("team-key")
                 headers = {"x-api-key": "team-key"}
-                async with httpx.AsyncClient(base_url=url, timeout=60, headers=headers) as gw:
+                limits = httpx.Limits(max_connections=None)
+                async with httpx.AsyncClient(
+                    base_url=url, timeout=60, headers=headers, limits=limits
+                ) as gw:
                     tasks = await tasks_in(loop)
-                    for api, model, path, body in each_route():
-                        drained = proxy.drained
+                    routes = list(each_route())
+                    for _ in routes:
                         proxy.script(Forward(stall_after=1200, then=DRAIN))
+
+                    async def stalled(api: str, model: str, path: str, body: Any) -> None:
                         reply = await gw.post(path, json=body)
                         case = f"{api} {model} stalled: {reply.status_code} {reply.text[-300:]}"
                         if reply.status_code == 200:  # else the deadline came before any byte
@@ -153,7 +160,12 @@ async def test_a_stall_past_the_deadline_or_a_client_gone_closes_the_upstream() 
                             assert "took longer than the gateway allows" in reply.text, case
                         else:
                             assert reply.status_code == 504, case
-                        await until(lambda: proxy.drained > drained and key.in_flight == 0)  # noqa: B023
+
+                    async with anyio.create_task_group() as group:
+                        for route in routes:
+                            group.start_soon(stalled, *route)
+                    await until(lambda: proxy.drained == len(routes) and key.in_flight == 0)
+                    for *_, path, body in routes:
                         drained = proxy.drained
                         proxy.script(Forward(stall_after=1200, then=DRAIN))
                         async with gw.stream("POST", path, json=body) as streamed:

@@ -106,25 +106,37 @@ def last_event(api: str, text: str) -> tuple[str, Any]:
 
 
 async def test_a_refusal_before_the_answer_is_the_callers_error(emulator: Emulator) -> None:
-    # Only the stall waits for the deadline; the other faults get one no loaded machine
-    # reaches first (a drop seen after 0.2 s was a 504, not its 502).
+    # Only the stall waits for the deadline, its cases all at once; the other faults get one
+    # no loaded machine reaches first (a drop seen after 0.2 s was a 504, not its 502).
     stalled = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.2}))
     app = create_app(gateway_config(emulator, {"request_timeout_seconds": 30}))
+    cases = [(*route, streamed) for route in ROUTES for streamed in (False, True)]
     async with client(app) as gw, client(stalled) as gw_stalled:
-        for fault, (a_status, a_type, o_status, o_type) in REFUSALS.items():
-            for api, path, body, model in ROUTES:
-                for streamed in (False, True):
-                    emulator.clear_faults()
-                    emulator.push_fault(fault)
-                    sent = {"model": model, **body, "stream": streamed}
-                    via = gw_stalled if fault.startswith("stall") else gw
-                    reply = await via.post(path, json=sent, headers=HEADERS)
-                    case = f"{fault} {api}/{model} stream={streamed}: {reply.text[:300]}"
-                    status, kind = (a_status, a_type) if api == "anthropic" else (o_status, o_type)
-                    assert reply.status_code == status, case
-                    assert error_of(api, reply.json()) == kind, case
-                    if fault.startswith("rate_limit"):
-                        assert reply.headers["retry-after"] == "7", case
+
+        async def refused(via: httpx.AsyncClient, fault: str, said: Any, *case: Any) -> None:
+            a_status, a_type, o_status, o_type = said
+            api, path, body, model, streamed = case
+            sent = {"model": model, **body, "stream": streamed}
+            reply = await via.post(path, json=sent, headers=HEADERS)
+            what = f"{fault} {api}/{model} stream={streamed}: {reply.text[:300]}"
+            status, kind = (a_status, a_type) if api == "anthropic" else (o_status, o_type)
+            assert reply.status_code == status, what
+            assert error_of(api, reply.json()) == kind, what
+            if fault.startswith("rate_limit"):
+                assert reply.headers["retry-after"] == "7", what
+
+        for fault, said in REFUSALS.items():
+            emulator.clear_faults()
+            if fault.startswith("stall"):
+                emulator.push_fault(fault, times=len(cases))
+                async with anyio.create_task_group() as group:
+                    for case in cases:
+                        group.start_soon(refused, gw_stalled, fault, said, *case)
+                continue
+            for case in cases:
+                emulator.clear_faults()
+                emulator.push_fault(fault)
+                await refused(gw, fault, said, *case)
         metrics = (await gw.get("/metrics")).text + (await gw_stalled.get("/metrics")).text
     classes = {item.value for item in ErrorClass}
     for line in metrics.splitlines():

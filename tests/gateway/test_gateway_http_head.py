@@ -222,13 +222,17 @@ def test_a_connection_that_sends_nothing_or_a_head_too_slowly_is_ended(
         address = (host, int(port))
         with socket.create_connection(address, timeout=60) as sock:
             assert read_until_closed(sock) == b""  # nothing sent: closed, nothing said
+        slow = []  # both heads sent before either 408 is read: their waits run at once
         for before in (b"", request(close=False)):  # fresh, and after an answer kept alive
-            with socket.create_connection(address, timeout=60) as sock:
-                answer = b""
-                if before:
-                    sock.sendall(before)
-                    answer = one_answer(sock)
-                sock.sendall(partial)
+            sock = socket.create_connection(address, timeout=60)
+            answer = b""
+            if before:
+                sock.sendall(before)
+                answer = one_answer(sock)
+            sock.sendall(partial)
+            slow.append((sock, answer, before))
+        for sock, answer, before in slow:
+            with sock:
                 answer += read_until_closed(sock)
             late = answer[answer.rfind(b"HTTP/1.1 ") :]
             head, _, body = late.partition(b"\r\n\r\n")
@@ -253,6 +257,7 @@ def test_a_body_too_slow_is_a_408_in_the_shape_of_its_path_and_the_connection_cl
         host, port = url.removeprefix("http://").split(":")
         address = (host, int(port))
         assert exchange(address, request()).startswith(b"HTTP/1.1 200 OK\r\n")  # in time
+        slow = []  # every slow body sent before any 408 is read: their waits run at once
         for path, body, kind in (
             ("/v1/messages", BODY, "timeout_error"),
             ("/v1/chat/completions", chat.encode(), "invalid_request_error/request_timeout"),
@@ -263,13 +268,16 @@ def test_a_body_too_slow_is_a_408_in_the_shape_of_its_path_and_the_connection_cl
                 f"content-length: {len(body)}\r\n\r\n"
             ).encode()
             for before in (b"", request(close=False)):
-                with socket.create_connection(address, timeout=60) as sock:
-                    answer = b""
-                    if before:
-                        sock.sendall(before)
-                        answer = one_answer(sock)
-                    sock.sendall(head + body[:10])
-                    answer += read_until_closed(sock)
+                sock = socket.create_connection(address, timeout=60)
+                answer = b""
+                if before:
+                    sock.sendall(before)
+                    answer = one_answer(sock)
+                sock.sendall(head + body[:10])
+                slow.append((sock, answer, before, kind))
+        for sock, answer, before, kind in slow:
+            with sock:
+                answer += read_until_closed(sock)
                 assert answer.count(b"HTTP/1.1 ") == (2 if before else 1), answer[-500:]
                 late = answer[answer.rfind(b"HTTP/1.1 ") :]
                 reply_head, _, reply = late.partition(b"\r\n\r\n")

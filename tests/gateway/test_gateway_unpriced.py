@@ -5,16 +5,33 @@ the budget never binds them, which passed without a word. A model priced in the 
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
+from metis.catalog.catalog import default_catalog
 from metis.gateway.config import GatewayConfig
 from metis.gateway.keys import digest, price
 from metis.model.response import TokenUsage
 
 OWN = "openai:ft-gpt-4o-acme"
+
+
+@pytest.fixture(autouse=True)
+def packaged_catalog_after() -> Iterator[None]:
+    """A file's ``catalog:`` entry is the process's from then on: it is taken out again after
+    each test, so the tests that run next in this worker see the catalog they expect (``metis
+    models gpt-4o`` listed openai:ft-gpt-4o-priced after other makers' entries, and
+    tests/catalog/test_first_party.py failed when it ran after this file)."""
+    catalog = default_catalog()
+    state = ("_raw", "_names", "_built", "_overrides", "_malformed")
+    kept = {name: copy.copy(getattr(catalog, name)) for name in state}
+    yield
+    for name, value in kept.items():
+        setattr(catalog, name, value)
 
 
 def _file(own_id: str = OWN, **own: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from metis.model import (
 from metis.model.content import URLImageSource
 from metis.model.history import _BY_LIST, _BY_MESSAGES, LIMIT, History, history_of
 from metis.stages.policy.tool_result_check import ToolResultCheck
-from tests.helpers import make_call, metis_objects_in_cycles
+from tests.helpers import collector_off_alone, make_call, metis_objects_in_cycles
 
 
 def _conversation() -> list[Message]:
@@ -127,14 +127,10 @@ def test_a_record_goes_with_its_messages_and_holds_no_cycle() -> None:
     messages = _conversation()
     history_of(messages)
     ids = tuple(map(id, messages))
-    gc.collect()
-    gc.disable()
-    try:
+    with collector_off_alone():
         del messages
         assert ids not in _BY_MESSAGES
         assert metis_objects_in_cycles() == []
-    finally:
-        gc.enable()
 
 
 def test_the_records_kept_are_bounded() -> None:

@@ -4,6 +4,7 @@ its share (tests/xdist_partition.py), and the scheduler over their collections
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from pathlib import Path
@@ -115,9 +116,13 @@ def test_the_seed_is_written_from_the_caches_tables(tmp_path: Path) -> None:
     (tables / "not_slow").write_text('{"t/a.py": 2.5}')
     (tables / "slow_or_hypothesis").write_text('{"t/b.py": 9.0}')
     (tmp_path / "tests").mkdir()
+    (tmp_path / SEED).write_text('{"not_slow": {"t/old.py": 1.0}, "slow": {"t/s.py": 4.0}}')
     write_seed(tmp_path)
     config = seeded_config(tmp_path, {})
     assert known_seconds(config) == {"t/a.py": 2.5}
+    seed = json.loads((tmp_path / SEED).read_text())
+    assert seed["slow"] == {"t/s.py": 4.0}  # a table the cache does not have is kept
+    assert seed["slow_or_hypothesis"] == {"t/b.py": 9.0}
 
 
 def test_the_projects_seed_names_test_files_of_the_default_run() -> None:
@@ -244,6 +249,26 @@ def test_the_longest_unit_a_worker_collected_goes_first() -> None:
         "long.py::t1",
         "long.py::t2",
     ]
+
+
+def test_a_first_run_orders_by_the_seed_and_a_file_no_table_knows_goes_first() -> None:
+    """A fresh clone has no seconds per test: it ordered every file by its number of tests,
+    so a new file of a few long tests (a socket test waiting out deadlines) ran last, alone,
+    while the other workers idled."""
+    sched, _ = scheduler()
+    sched.per_test = {"timed.py": 0.5}
+    sched.per_file = {"long.py": 9.0, "short.py": 0.1}
+    many = [f"many.py::t{n}" for n in range(40)]
+    node = Node("gw0", 0)
+    collection = [*many, "short.py::t1", "long.py::t1", "new.py::t1", "timed.py::t1"]
+    collect(sched, node, collection)
+    for name in ("gw1", "gw2"):
+        collect(sched, Node(name), [])
+    assert sched.expected(["long.py::t1"]) == 9.0
+    assert sched.expected(["timed.py::t1", "timed.py::t2"]) == 1.0
+    sched.schedule()
+    units = sorted(sched.units, key=lambda unit: -sched.expected(sched.units[unit]))
+    assert units == ["many.py", "new.py", "long.py", "timed.py", "short.py"]
 
 
 def test_a_file_collected_differently_by_two_workers_is_a_collection_error() -> None:

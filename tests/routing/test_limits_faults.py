@@ -39,8 +39,9 @@ class ReplyLost:
         await self.slots.give_back(name, holder)
 
 
-TAKEN_WITHIN = 5.0
-"""Seconds a loaded machine's Redis is given to take a slot before the call's deadline comes."""
+TAKEN_WITHIN = (0.25, 1.0, 5.0, 25.0)
+"""Seconds Redis is given to take a slot before the call's deadline comes, one try each until
+it took the slot in time (a loaded machine's Redis may not, in a quarter second)."""
 
 
 def as_routers(store: ReplyLost) -> Any:
@@ -74,13 +75,17 @@ async def test_a_call_whose_deadline_comes_as_redis_takes_its_slot_gives_it_back
     redis_port: int, redis_prefix: str
 ) -> None:
     async with coredis.Redis(port=redis_port) as client:
-        store = ReplyLost(RedisSlots(client, prefix=redis_prefix))
-        limiter = Limiter("openai", Limits(max_concurrent=2), shared_slots=as_routers(store))
-        # on this process's slots; the deadline leaves a loaded machine's Redis time to take
-        # the slot first (it waits that long whatever the load)
-        async with limiter.admit(10, anyio.current_time() + TAKEN_WITHIN):
-            assert store.taken.is_set()
-        assert await client.zcard(redis_prefix + "openai:slots") == 0
+        for attempt, seconds in enumerate(TAKEN_WITHIN):
+            prefix = f"{redis_prefix}{attempt}:"  # a late take of a try before counts apart
+            store = ReplyLost(RedisSlots(client, prefix=prefix))
+            limiter = Limiter("openai", Limits(max_concurrent=2), shared_slots=as_routers(store))
+            # admitted on this process's slots once the deadline comes
+            async with limiter.admit(10, anyio.current_time() + seconds):
+                pass
+            if store.taken.is_set():  # Redis took the slot before the deadline
+                break
+        assert store.taken.is_set()
+        assert await client.zcard(prefix + "openai:slots") == 0
 
 
 class Hanging:

@@ -752,15 +752,14 @@ async def test_a_hanging_store_is_cut_off_at_the_calls_deadline(
     store, sink = _BrokenStore(), ListSink()
     call = make_call(deadline=anyio.current_time() + 0.3)
     reply = _tool_events(("toolu_A", "weather", {}))
-    started = anyio.current_time()
-    with caplog.at_level(logging.WARNING, logger="metis"):
+    # both store calls end at the deadline: the store alone would hang (a bound, not a timing)
+    with caplog.at_level(logging.WARNING, logger="metis"), anyio.fail_after(60):
         _, out = await drive(
             bound(ToolIds(prefix="toolu_"), store=store, telemetry=sink),
             _history(new_tool_id()),
             call,
             reply,
         )
-    assert anyio.current_time() - started < 5  # both store calls ended at the deadline
     assert isinstance(out[-1], MessageComplete)
     assert store.calls == ["read", "write"]
     assert [r.operation for r in _store_warnings(caplog)] == ["read", "write"]  # type: ignore[attr-defined]

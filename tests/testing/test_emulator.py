@@ -900,18 +900,20 @@ def test_malformed_body_without_a_stream(client: httpx.Client) -> None:
 
 
 def test_stall_keeps_the_connection_open_then_resumes(emulator: Emulator) -> None:
+    # a stall far longer than the client's read timeout (the emulator's close ends it)
+    stalled = {**AUTH["openai"], "x-emulator-fault": "stall=30;after=1"}
     headers = {**AUTH["openai"], "x-emulator-fault": "stall=0.6;after=1"}
     with (
         httpx.Client(base_url=emulator.url, timeout=httpx.Timeout(5, read=0.2)) as http,
         http.stream(
-            "POST", path_for("openai", True), json=body_for("openai", True), headers=headers
+            "POST", path_for("openai", True), json=body_for("openai", True), headers=stalled
         ) as response,
     ):
         chunks = response.iter_bytes()
         assert b"data:" in next(chunks)
         with pytest.raises(httpx.ReadTimeout):
             next(chunks)
-    with httpx.Client(base_url=emulator.url, timeout=5) as http:
+    with httpx.Client(base_url=emulator.url, timeout=60) as http:  # a bound on a hang
         started = time.monotonic()
         text = http.post(
             path_for("openai", True), json=body_for("openai", True), headers=headers

@@ -14,7 +14,7 @@ from ..fault_proxy import HANG, FaultProxy, chunk, chunked_head, response
 
 @pytest.mark.anyio
 async def test_each_read_of_a_real_socket_gets_the_time_the_transport_allows() -> None:
-    async with FaultProxy.running() as proxy, httpx.AsyncClient(timeout=30) as client:
+    async with FaultProxy.running() as proxy, httpx.AsyncClient(timeout=3600) as client:
         proxy.script(chunked_head() + chunk(b"data: first\n\n"), HANG)  # in one write
         request = client.build_request("POST", f"{proxy.url}/v1/messages", content=b"{}")
         reply = await client.send(request, stream=True)
@@ -24,10 +24,9 @@ async def test_each_read_of_a_real_socket_gets_the_time_the_transport_allows() -
         assert "read" in vars(stream)
         chunks = reply.aiter_bytes()
         assert await anext(chunks) == b"data: first\n\n"
-        started = anyio.current_time()
-        with anyio.fail_after(10), pytest.raises(httpx.ReadTimeout):
-            await anext(chunks)  # the client's own read timeout is 30 s
-        assert anyio.current_time() - started < 3
+        # the client's own read timeout is an hour: the bound on a hang comes long before it
+        with anyio.fail_after(60), pytest.raises(httpx.ReadTimeout):
+            await anext(chunks)
         await reply.aclose()
         restore()
         assert "read" not in vars(stream)
@@ -58,7 +57,7 @@ async def test_an_abort_after_the_response_ended_leaves_its_pooled_connection_al
 
 @pytest.mark.anyio
 async def test_an_abort_during_the_body_ends_the_pending_read_at_once() -> None:
-    async with FaultProxy.running() as proxy, httpx.AsyncClient(timeout=30) as client:
+    async with FaultProxy.running() as proxy, httpx.AsyncClient(timeout=3600) as client:
         proxy.script(chunked_head() + chunk(b"data: first\n\n"), HANG)  # in one write
         request = client.build_request("POST", f"{proxy.url}/v1/messages", content=b"{}")
         reply = await client.send(request, stream=True)
@@ -71,9 +70,9 @@ async def test_an_abort_during_the_body_ends_the_pending_read_at_once() -> None:
             await anyio.sleep(0.2)
             abort()
 
-        with anyio.fail_after(10):
+        with anyio.fail_after(60):  # a bound on a hang: the client's own read timeout is an hour
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(abort_soon)
                 with pytest.raises(httpx.RemoteProtocolError):
-                    await anext(chunks)  # the client's own read timeout is 30 s
+                    await anext(chunks)
         await reply.aclose()

@@ -241,15 +241,17 @@ async def test_a_stall_after_the_first_chunk_ends_after_the_idle_timeout(stream:
     call = make_call()
     started = anyio.current_time()
     received: list[bytes] = []
-    with anyio.fail_after(10), pytest.raises(NetworkError, match=r"stalled for 0\.3 s"):
-        async for chunk in bound(Transport(idle_timeout=0.3, first_event_timeout=5), http=http)(
+    # the first-event timeout is an hour: the bound on a hang comes long before it
+    transport = Transport(idle_timeout=0.3, first_event_timeout=3600)
+    with anyio.fail_after(60), pytest.raises(NetworkError, match=r"stalled for 0\.3 s"):
+        async for chunk in bound(transport, http=http)(
             dataclasses.replace(WIRE, stream=stream),
             call,
             None,  # type: ignore[arg-type]
         ):
             received.append(chunk)
     assert received == [ResponseHead(200), b"data"]
-    assert 0.3 <= anyio.current_time() - started < 3  # the idle timeout, not the first-event one
+    assert anyio.current_time() - started >= 0.3  # not before the idle timeout
 
 
 @pytest.mark.anyio

@@ -35,7 +35,7 @@ from metis.wire.framing.aws_eventstream import EventStreamDecoder, frame_object
 from metis.wire.framing.sse_data import SSEDataDecoder
 from metis.wire.response_reader import MAX_IGNORED_AFTER_END, ResponseReader
 from tests import recorded_expectations as rec
-from tests.helpers import metis_objects_in_cycles
+from tests.helpers import collector_off_alone, metis_objects_in_cycles
 from tests.recordings import ROOT, Exchange, exchanges
 
 KEY = "sk-ant-api03-reader-test-secret-0123456789"
@@ -470,7 +470,6 @@ def test_a_streams_reader_and_framing_are_freed_without_the_cyclic_collector() -
     """A stream's framing (its body's objects) and reader (parser, builder, the usage
     estimate it may make) hold no reference cycle: freed as soon as the call drops them, not
     left for the cyclic collector, whose passes a gateway with many streams pays for."""
-    import gc
 
     from metis.wire.framing.objects import BodyObjects
     from metis.wire.openai_chat import codec
@@ -487,9 +486,7 @@ def test_a_streams_reader_and_framing_are_freed_without_the_cyclic_collector() -
         b'data: {"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
         b"data: [DONE]\n\n",
     ]
-    gc.collect()
-    gc.disable()
-    try:
+    with collector_off_alone():
         objects = BodyObjects("sse", streamed=True, content_type="text/event-stream")
         reader = ResponseReader(codec, Context(), request_body={"messages": []})
         events = [e for chunk in chunks for obj in objects.feed(chunk) for e in reader.feed(obj)]
@@ -497,5 +494,3 @@ def test_a_streams_reader_and_framing_are_freed_without_the_cyclic_collector() -
         assert events and objects.done
         del objects, reader, events
         assert metis_objects_in_cycles() == []
-    finally:
-        gc.enable()
