@@ -978,3 +978,32 @@ async def test_a_history_reusing_a_call_id_is_taken_by_every_provider(stack: str
     )
     await adapter.complete(request)
     assert [r.status for r in emulator.requests] == [200]
+
+
+@pytest.mark.anyio
+async def test_a_fragment_is_mapped_without_a_dataclass_replace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call's input fragments, many a call, are made anew directly (issue 20 item 9): the
+    same event as ``dataclasses.replace`` makes, without its field introspection."""
+    from metis.stages.policy import tool_ids
+
+    replaced: list[str] = []
+    replace = tool_ids.replace
+
+    def counting(event: Any, **changes: Any) -> Any:
+        replaced.append(type(event).__name__)
+        return replace(event, **changes)
+
+    monkeypatch.setattr(tool_ids, "replace", counting)
+    _, out = await drive(
+        bound(ToolIds(prefix="toolu_")),
+        _request(Message.user("go")),
+        make_call(),
+        _tool_events(("toolu_A", "weather", {"city": "Oslo"})),
+    )
+    (delta,) = [e for e in out if isinstance(e, ToolUseInputDelta)]
+    (start,) = [e for e in out if isinstance(e, ToolUseStart)]
+    assert type(delta) is ToolUseInputDelta and delta.tool_use_id == start.tool_use_id
+    assert delta.partial_json == '{"city": "Oslo"}' and delta.content_block_index == 0
+    assert "ToolUseInputDelta" not in replaced and "ToolUseEnd" in replaced

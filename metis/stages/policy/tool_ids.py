@@ -155,6 +155,8 @@ class _Mapping(Watch):
         if isinstance(event, ToolUseInputDelta | ToolUseEnd):
             cid = self.issued.get(event.tool_use_id)
             if cid is not None and cid != event.tool_use_id:
+                if event.__class__ is ToolUseInputDelta:  # every fragment: made directly
+                    return ToolUseInputDelta(event.content_block_index, cid, event.partial_json)
                 return replace(event, tool_use_id=cid)
         elif isinstance(event, ToolUseStart):
             pid = event.tool_use_id
