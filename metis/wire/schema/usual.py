@@ -98,13 +98,13 @@ class UsualChunk:
     def text(self, obj: dict[str, Any], index: int | None) -> str | None:
         """The text of ``obj`` when it is the usual chunk, else None. ``index``: the index of
         the item read (for a dialect that chooses it by index), None before one is known."""
-        if not obj.keys().isdisjoint(self._other):
+        if not self._other.isdisjoint(obj):  # (a set's test of a dict: its keys, no view made)
             return None
         items = obj.get(self._list)
         if items.__class__ is not list or len(items) != 1:
             return None
         item = items[0]
-        if item.__class__ is not dict or not item.keys().isdisjoint(self._scoped):
+        if item.__class__ is not dict or not self._scoped.isdisjoint(item):
             return None
         if self._index:
             given = item.get("index", 0)
