@@ -13,6 +13,8 @@ def strip_optional_nulls(value: dict[str, Any], schema: Schema) -> dict[str, Any
     """``value`` without the ``None`` values of keys that ``schema`` (the caller's original
     schema, the root for ``$ref``s) leaves optional, at every object level it describes.
     Gives back ``value`` itself when there is nothing to remove; never modifies it."""
+    if not _may_strip(schema, schema):
+        return value
     cleaned = _strip(value, schema, schema, 0)
     return cleaned if isinstance(cleaned, dict) else value
 
@@ -50,11 +52,37 @@ def _strip(value: Any, schema: Any, root: Schema, depth: int) -> Any:
         return value if out is None else out
     if isinstance(value, list):
         items = schema.get("items")
-        if not isinstance(items, dict):
-            return value
+        if not isinstance(items, dict) or not _may_strip(items, root):
+            return value  # (a list of many items, none of which can hold an optional key)
         new = [_strip(v, items, root, depth + 1) for v in value]
         return value if all(a is b for a, b in zip(new, value, strict=True)) else new
     return value
+
+
+def _may_strip(schema: Any, root: Schema) -> bool:
+    """Whether a value ``schema`` describes can hold a key :func:`_strip` would remove: an
+    object schema reachable from it (through properties, items, ``$ref``s and the branches
+    :func:`_object_schema` follows) with a property that is not required. Each schema object
+    is looked at once, so a recursive schema ends."""
+    pending, seen = [schema], set()
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, dict) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        node = _resolve(node, root)
+        if node is None:
+            continue
+        pending.append(node.get("items"))
+        target = _object_schema(node, root)
+        if target is None or not isinstance(properties := target.get("properties"), dict):
+            continue
+        required = target.get("required", [])
+        for key, child in properties.items():
+            if key not in required:
+                return True
+            pending.append(child)
+    return False
 
 
 def _object_schema(schema: Schema, root: Schema) -> Schema | None:

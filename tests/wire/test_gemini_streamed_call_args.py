@@ -105,3 +105,18 @@ def test_a_call_the_reply_never_ended_keeps_what_arrived() -> None:
 def test_a_malformed_path_is_a_protocol_error_naming_it(path: Any) -> None:
     with pytest.raises(ProtocolError, match="partialArgs"):
         _read(_chunk(_named("f")), _chunk(_piece(path, stringValue="x"), finish="STOP"))
+
+
+def test_pending_says_whether_a_call_is_open() -> None:
+    """``pending``, read for every chunk by the usual chunk's test, follows the open call."""
+    from metis.wire.schema.gemini_call_args import StreamedCallArgs
+
+    args = StreamedCallArgs("gemini chunk")
+    assert not args.pending
+    named = {"functionCall": {"name": "f", "willContinue": True}}
+    assert args.feed(named) == ([], True) and args.pending
+    assert args.feed(_piece("$.a", stringValue="x"))[1] and args.pending
+    assert args.feed({"text": "hi"}) != ([], False) and not args.pending  # another part ends it
+    assert args.feed(named)[1] and args.pending
+    assert args.feed(_piece("$.b", more=False, numberValue=1))[1] and not args.pending
+    assert args.feed(named)[1] and args.flush() and not args.pending

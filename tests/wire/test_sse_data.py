@@ -219,3 +219,60 @@ def test_a_run_of_plain_events_and_the_event_held_across_reads() -> None:
     second = decoder.feed(body[cut:])
     assert [*first, *second, *decoder.close()] == [f'{{"n":{n}}}' for n in range(50)]
     assert len(first) == 25
+
+
+_typed_event = st.builds(
+    lambda n, v: f"event: {n}\ndata: {v}", st.sampled_from(["a", "", "x y"]), _value
+)
+_odd_typed = st.one_of(
+    _odd_event,
+    st.builds(lambda v: f"event: e\ndata:{v}", _value),
+    st.builds(lambda v: f"event: e\ndata:  {v}", _value),
+    st.builds(lambda v: f"event: e\ndata: {v}\ndata: {v}", _value),
+    st.builds(lambda v: f"event: e\nid: 1\ndata: {v}", _value),
+    st.builds(lambda v: f"id: 1\ndata: {v}", _value),
+    st.just("event: e"),
+    st.just("event: e\ndata: a\n"),
+)
+
+
+@settings(deadline=None)
+@given(
+    events=st.lists(
+        st.one_of(_typed_event, _typed_event, _typed_event, _odd_typed), min_size=3, max_size=40
+    ),
+    end=st.sampled_from(["\n", "\n", "\r\n"]),
+    cuts=st.lists(st.integers(0, 2000), max_size=6),
+)
+def test_a_read_of_many_typed_events_gives_what_the_full_decoder_gives(
+    events: list[str], end: str, cuts: list[int]
+) -> None:
+    """Anthropic's and Responses' events, an ``event:`` line then a ``data:`` line, many a
+    read: taken by one search of the run, the same data as the full decoder and a byte at a
+    time give, whatever the cuts, with odd events among them (then read line by line)."""
+    body = "".join(event.replace("\n", end) + end + end for event in events)
+    raw = body.encode()
+    bounds = sorted({0, len(raw), *(c for c in cuts if c <= len(raw))})
+    chunks = [raw[a:b] for a, b in itertools.pairwise(bounds)]
+    assert data_of(*chunks) == data_of(raw) == data_of(*bytewise(raw))
+    if not any(event.startswith("error:") for event in events):
+        assert data_of(raw) == reference(raw)
+
+
+def test_a_run_of_typed_events_is_not_read_block_by_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    from metis.wire.framing import sse_data
+
+    blocks: list[str] = []
+    by_block = sse_data._data
+
+    def counted(given: list[str]) -> list[str]:
+        blocks.extend(given)
+        return by_block(given)
+
+    monkeypatch.setattr(sse_data, "_data", counted)
+    body = b"".join(b'event: delta\ndata: {"n":%d}\n\n' % n for n in range(50))
+    cut = len(body) // 2 + 3  # inside an event
+    decoder = SSEDataDecoder()
+    got = [*decoder.feed(body[:cut]), *decoder.feed(body[cut:]), *decoder.close()]
+    assert got == [f'{{"n":{n}}}' for n in range(50)]
+    assert len(blocks) <= 4  # the reads' first and last events only, not the 50

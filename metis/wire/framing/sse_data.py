@@ -7,7 +7,8 @@ fields and ``:`` comments are read and dropped, as an event without data is (but
 ``error:`` field, llama.cpp's failure mid-stream: :func:`_error_data`). That is all a
 JSON stream needs, and it lets the common event, ``data: {...}`` alone, be taken whole from
 its chunk with a few str methods: one UTF-8 decode and one split per chunk, then one slice
-per event, whatever the number of events a read brings.
+per event, whatever the number of events a read brings (a run of ``event:`` then ``data:``
+events, Anthropic's and OpenAI Responses', by one search of the run).
 
 Framing follows the WHATWG ``text/event-stream`` format: lines end with CRLF, LF or CR (a CRLF
 split across two chunks is one line end), a blank line ends an event, a leading UTF-8 BOM is
@@ -21,6 +22,7 @@ by :meth:`SSEDataDecoder.close`, as providers sometimes end the body that way.
 from __future__ import annotations
 
 import json
+import re
 from codecs import utf_8_decode
 
 from metis.errors import ProtocolError
@@ -78,6 +80,8 @@ class SSEDataDecoder:
             # events wholly inside the chunk, between the first blank line and the last
             after = first + len(blank)
             middle = _plain_data(text, after, last, crlf)
+            if middle is None and not crlf:
+                middle = _typed_data(text, first, last)
             if middle is not None:
                 head = self._lines(text[:after], crlf)
                 return [*head, *middle, *self._lines(text[last + len(blank) :], crlf)]
@@ -169,6 +173,22 @@ def _plain_data(text: str, start: int, stop: int, crlf: bool) -> list[str] | Non
     if "\n" in joined or (crlf and "\r" in joined):
         return None
     return data
+
+
+_TYPED_EVENT = re.compile(r"\n\nevent:[^\n]*\ndata: ?([^\n]*)")
+
+
+def _typed_data(text: str, blank: int, stop: int) -> list[str] | None:
+    """The data of the events in ``text[blank:stop]`` (a run of whole events after the blank
+    line at ``blank``; LF line ends) when each is an ``event:`` line then one ``data:`` line
+    and nothing else (Anthropic's and OpenAI Responses' events, many a read): one search of
+    the run for them all. None when any is not.
+
+    Each match takes exactly three line ends (the blank line before it, and its own between
+    its two lines) and ends where a line does, so when the run holds three line ends a match
+    and no more, nothing lies between the matches nor after them: the run is those events."""
+    data = _TYPED_EVENT.findall(text, blank, stop)
+    return data if text.count("\n", blank, stop) == 3 * len(data) else None
 
 
 def _data(blocks: list[str]) -> list[str]:

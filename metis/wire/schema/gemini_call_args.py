@@ -28,12 +28,14 @@ _VALUES = ("stringValue", "numberValue", "boolValue", "nullValue")
 class StreamedCallArgs:
     """The function call whose arguments are streaming, if any (one at a time)."""
 
-    __slots__ = ("_args", "_first", "_where")
+    __slots__ = ("_args", "_first", "_where", "pending")
 
     def __init__(self, where: str) -> None:
         self._where = where
         self._first: dict[str, Any] | None = None  # the part that named the call
         self._args: dict[str, Any] = {}
+        self.pending = False
+        """Whether a call is open (read for every chunk: an attribute, not a property)."""
 
     def feed(self, part: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
         """The whole calls ``part`` ended (to read before it) and whether it was taken here
@@ -49,6 +51,7 @@ class StreamedCallArgs:
                 return done, False
             named = {k: v for k, v in call.items() if k not in ("willContinue", "partialArgs")}
             self._first = {**part, "functionCall": named}
+            self.pending = True
             args = call.get("args")
             self._args = dict(args) if isinstance(args, dict) else {}
         self._apply(call.get("partialArgs") or [])
@@ -56,17 +59,13 @@ class StreamedCallArgs:
             return done, True
         return done + self.flush(), True
 
-    @property
-    def pending(self) -> bool:
-        """Whether a call is open."""
-        return self._first is not None
-
     def flush(self) -> list[dict[str, Any]]:
         """The open call, ended with the arguments that arrived (none open: nothing)."""
         first = self._first
         if first is None:
             return []
         self._first = None
+        self.pending = False
         return [{**first, "functionCall": {**first["functionCall"], "args": self._args}}]
 
     def _apply(self, pieces: Any) -> None:

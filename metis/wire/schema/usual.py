@@ -98,26 +98,20 @@ class UsualChunk:
     def text(self, obj: dict[str, Any], index: int | None) -> str | None:
         """The text of ``obj`` when it is the usual chunk, else None. ``index``: the index of
         the item read (for a dialect that chooses it by index), None before one is known."""
-        if not obj.keys().isdisjoint(self._other):
+        if not self._other.isdisjoint(obj):  # (a set's test of a dict: its keys, no view made)
             return None
-        items = obj.get(self._list)
-        if items.__class__ is not list or len(items) != 1:
-            return None
-        item = items[0]
-        if item.__class__ is not dict or not item.keys().isdisjoint(self._scoped):
-            return None
-        if self._index:
-            given = item.get("index", 0)
-            if index is None or index != (given if given.__class__ is int else 0):
+        try:  # one item, one part: unpacked, so anything else raises here (or is no dict)
+            (item,) = obj[self._list]
+            if item.__class__ is not dict or not self._scoped.isdisjoint(item):
                 return None
-        content = item.get(self._content)
-        if content.__class__ is not dict:
+            if self._index:
+                given = item.get("index", 0)
+                if index is None or index != (given if given.__class__ is int else 0):
+                    return None
+            (part,) = item[self._content][self._parts]
+            if part.__class__ is not dict or len(part) != 1:
+                return None
+            text = part[self._text]
+        except (KeyError, TypeError, ValueError):  # a key missing, a value of another type
             return None
-        parts = content.get(self._parts)
-        if parts.__class__ is not list or len(parts) != 1:
-            return None
-        part = parts[0]
-        if part.__class__ is not dict or len(part) != 1:
-            return None
-        text = part.get(self._text)
         return text if text.__class__ is str and text else None
