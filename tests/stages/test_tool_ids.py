@@ -1022,4 +1022,3 @@ async def test_a_history_reusing_a_call_id_is_taken_by_every_provider(stack: str
     )
     await adapter.complete(request)
     assert [r.status for r in emulator.requests] == [200]
-
