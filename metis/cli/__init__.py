@@ -29,6 +29,7 @@ from metis.cli.log_lines import stderr_handler as stderr_handler
 from metis.cli.log_lines import warnings_to_stderr as _warnings_to_stderr
 from metis.cli.output import CliError, error
 from metis.core.arg_suggest import SuggestingParser
+from metis.core.digits import ascii_digits
 from metis.core.version import VERSION
 
 COMMANDS = {
@@ -242,7 +243,7 @@ def _add_serve(commands: Commands) -> None:
 
 
 def _whole_number(text: str) -> bool:
-    return text.strip().isascii() and text.strip().isdigit()  # not "²", which int() refuses
+    return ascii_digits(text.strip())
 
 
 def _positive(text: str) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 from starlette.requests import ClientDisconnect, Request
 
+from metis.core.digits import ascii_digits
 from metis.errors import CancelledError, InvalidRequestError
 from metis.gateway.errors import BODY_LATE, RequestTimeoutError, RequestTooLargeError
 from metis.wire.compressed import undeclared_compression
@@ -63,7 +64,7 @@ async def read_raw(request: Request, limit: int, seconds: float) -> bytes:
 
 async def _read_raw(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
-    if declared is not None and not (declared.isascii() and declared.isdigit()):
+    if declared is not None and not ascii_digits(declared):
         # "²".isdigit() is true, though int() refuses it
         raise InvalidRequestError(f"Content-Length {declared[:40]!r} is not a number of bytes")
     if declared is not None and int(declared) > limit:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from metis.core.digits import ascii_digits
 from metis.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ def nodes_of(
     for node in nodes:
         if isinstance(node, str):
             host, _, port = node.rpartition(":") if ":" in node else (node, "", "")
-            if port and not (port.isascii() and port.isdigit()):
+            if port and not ascii_digits(port):
                 raise ConfigError(f"redis: {node!r} is not host:port")
             node = (host.strip("[]"), int(port) if port else default_port)
         out.append((node[0], int(node[1])))

@@ -40,6 +40,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from metis.core.digits import ascii_digits
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.stage import RequestStage
@@ -125,7 +126,7 @@ def _setter(path: Path, value: Any) -> Callable[[Any], Any]:
 
 
 def _is_index(key: str) -> bool:
-    return key.isascii() and key.isdigit()  # "²".isdigit() is true, though int() refuses it
+    return ascii_digits(key)
 
 
 def _child(node: Any, key: str) -> Any:

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Sequence
 
 from metis.core.arg_suggest import SuggestingParser
+from metis.core.digits import ascii_digits
 from metis.testing.emulator.emulator import Emulator
 from metis.testing.emulator.faults import FaultSpecError
 
@@ -74,8 +75,7 @@ metis's calls and the official SDKs reach it through the SDKs' variables (any ke
 
 
 def _port(text: str) -> int:
-    digits = text.strip()  # ASCII only: int() refuses "²", though "²".isdigit()
-    if not (digits.isascii() and digits.isdigit()) or int(text) > 65535:  # not modulo 65536
+    if not ascii_digits(text.strip()) or int(text) > 65535:  # not modulo 65536
         raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
     return int(text)
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from metis.core.digits import ascii_digits
 from metis.core.surrogates import clean
 from metis.errors import ProtocolError
 from metis.model.batches import BatchState
@@ -91,7 +92,7 @@ def _named(line: str) -> str:
 def count_of(value: Any) -> int | None:
     """A batch's count as the provider reports it: a whole number not below zero (proto3 JSON
     sends an int64 as a string), else None, never a count of another type."""
-    if value.__class__ is str and value.isascii() and value.isdigit():
+    if value.__class__ is str and ascii_digits(value):
         return int(value)
     return value if value.__class__ is int and value >= 0 else None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from metis.core.digits import ascii_digits
 from metis.errors import AdapterError, CapabilityError
 from metis.wire.bedrock_converse.errors import error_from_http as aws_error_from_http
 from metis.wire.embeddings.base import EmbedBatch, EmbedCodec, Embedded, only_texts, tokens, vector
@@ -67,7 +68,7 @@ class BedrockEmbeddings(EmbedCodec):
                 None,
             )
             said = header or ""  # ASCII digits only: int("²") fails, though "²".isdigit()
-            counted = int(said) if said.isascii() and said.isdigit() else None
+            counted = int(said) if ascii_digits(said) else None
             return Embedded(cohere_vectors(body, len(batch.inputs)), counted)
         return Embedded(
             [vector(body.get("embedding"), "embedding")],

@@ -23,6 +23,7 @@ import string
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from metis.core.digits import ascii_digits
 from metis.errors import StackError
 
 Step = str | int
@@ -32,7 +33,7 @@ WILDCARD = "*"
 
 def _is_index(part: str) -> bool:
     digits = part.removeprefix("-")
-    return digits.isascii() and digits.isdigit()  # not "²", which int() refuses
+    return ascii_digits(digits)
 
 
 def compile_path(path: str) -> Path:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from metis.core.digits import ascii_digits
 from metis.testing.emulator.formats.base import Call
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.wire import count_tokens, dumps, request_ids
@@ -100,7 +101,7 @@ def listed(call: Call) -> dict[str, Any]:
     index of the page's first entry."""
     size = call.request.query.get("pageSize", "1000")
     start = call.request.query.get("pageToken", "0")
-    if not (size.isascii() and size.isdigit() and start.isascii() and start.isdigit()):
+    if not (ascii_digits(size) and ascii_digits(start)):
         raise Refused(f"Invalid pageSize or pageToken: {size!r}, {start!r}")
     first, count = int(start), min(int(size) or 1000, 1000)
     with call.env.lock:
@@ -130,7 +131,7 @@ def _stamp(moment: datetime) -> str:
 def _is_duration(text: str) -> bool:
     number = text.removesuffix("s")
     digits = number.replace(".", "", 1)
-    return text.endswith("s") and digits.isascii() and digits.isdigit()
+    return text.endswith("s") and ascii_digits(digits)
 
 
 def created(call: Call) -> dict[str, Any]:
